@@ -1,0 +1,30 @@
+#pragma once
+
+#include <string>
+#include <system_error>
+#include <utility>
+
+#include <boost/system/result.hpp>
+
+namespace headerd {
+
+// Decoders in core/ return a Result: no exceptions, no allocation on failure. The error is a
+// std::error_code whose category names the layer (rlp, header, ...).
+template <class T>
+using Result = boost::system::result<T, std::error_code>;
+
+// Layers above core (ancient, db, node) report failures that must name the file, offset, block
+// or peer involved; the message is built on the (cold) failure path only.
+struct Error {
+    std::string message;
+};
+
+template <class T = void>
+using Outcome = boost::system::result<T, Error>;
+
+inline Error make_error(std::string message) { return Error{std::move(message)}; }
+
+// Called by Outcome<T>::value() when it holds an Error.
+[[noreturn]] void throw_exception_from_error(const Error& e, const boost::source_location& loc);
+
+}  // namespace headerd
