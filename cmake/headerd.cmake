@@ -1,12 +1,15 @@
 # headerd_library(NAME DEPS dep...)
 #
 # One library per folder: every *.cpp in the calling folder except *_test.cpp and *_benchmark.cpp
-# becomes the static library headerd_NAME (alias headerd::NAME). The folder's *_test.cpp files
+# (minus EXCLUDE) becomes the static library headerd_NAME (alias headerd::NAME). The folder's *_test.cpp files
 # become the test binary NAME_test, registered with CTest.
 function(headerd_library name)
-    cmake_parse_arguments(ARG "" "" "DEPS;TEST_DEPS" ${ARGN})
+    cmake_parse_arguments(ARG "" "" "DEPS;TEST_DEPS;EXCLUDE" ${ARGN})
     file(GLOB srcs CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/*.cpp")
     list(FILTER srcs EXCLUDE REGEX "_(test|benchmark)\\.cpp$")
+    foreach(excluded ${ARG_EXCLUDE})
+        list(REMOVE_ITEM srcs "${CMAKE_CURRENT_SOURCE_DIR}/${excluded}")
+    endforeach()
     add_library(headerd_${name} STATIC ${srcs})
     add_library(headerd::${name} ALIAS headerd_${name})
     target_include_directories(headerd_${name} PUBLIC ${PROJECT_SOURCE_DIR})

@@ -1,0 +1,582 @@
+#include "db/chain_db.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <mutex>
+#include <shared_mutex>
+#include <vector>
+
+#include <fmt/format.h>
+#include <leveldb/cache.h>
+#include <leveldb/db.h>
+#include <leveldb/filter_policy.h>
+#include <leveldb/write_batch.h>
+
+#include "ancient/file_system.hpp"
+#include "ancient/freezer.hpp"
+#include "core/block_header.hpp"
+#include "core/hex.hpp"
+#include "core/rlp.hpp"
+#include "db/schema.hpp"
+
+namespace headerd::db {
+namespace {
+
+namespace fs = std::filesystem;
+
+leveldb::Slice slice(ByteView b) { return {reinterpret_cast<const char*>(b.data()), b.size()}; }
+template <size_t N>
+leveldb::Slice slice(const std::array<uint8_t, N>& a) {
+    return {reinterpret_cast<const char*>(a.data()), N};
+}
+leveldb::Slice slice(std::string_view s) { return {s.data(), s.size()}; }
+ByteView view(const std::string& s) { return as_bytes(s); }
+
+// Value scratch for LevelDB reads: one per thread, so a warm reader reuses its capacity.
+std::string& read_scratch() {
+    thread_local std::string s;
+    return s;
+}
+
+void trim_to_bytes(ItemBuffer& out, size_t max_bytes) {
+    if (out.ends.empty() || out.bytes.size() <= max_bytes) return;
+    size_t keep = 1;
+    while (keep < out.ends.size() && out.ends[keep] <= max_bytes) ++keep;
+    out.ends.resize(keep);
+    out.bytes.resize(out.ends.back());
+}
+
+}  // namespace
+
+void reverse_items(ItemBuffer& out, size_t first) noexcept {
+    const size_t n = out.ends.size();
+    if (n - first < 2) return;
+    const size_t base = first == 0 ? 0 : out.ends[first - 1];
+    // Reversing all bytes of the segment puts the items in reverse order, each one mirrored;
+    // mirroring each item again restores its bytes. Item sizes are the old ones, reversed.
+    std::reverse(out.bytes.begin() + static_cast<ptrdiff_t>(base), out.bytes.end());
+    // Turn the end offsets into sizes, reverse them, and back into end offsets.
+    size_t prev = base;
+    for (size_t i = first; i < n; ++i) {
+        const size_t end = out.ends[i];
+        out.ends[i] = end - prev;
+        prev = end;
+    }
+    std::reverse(out.ends.begin() + static_cast<ptrdiff_t>(first), out.ends.end());
+    size_t offset = base;
+    for (size_t i = first; i < n; ++i) {
+        const size_t begin = offset;
+        offset += out.ends[i];
+        std::reverse(out.bytes.begin() + static_cast<ptrdiff_t>(begin), out.bytes.begin() + static_cast<ptrdiff_t>(offset));
+        out.ends[i] = offset;
+    }
+}
+
+struct ChainDb::Impl {
+    std::string datadir;
+    std::string chaindata;
+    std::unique_ptr<ancient::FileSystem> owned_fs;
+    ancient::FileSystem* fs{nullptr};
+    std::unique_ptr<leveldb::Cache> cache;
+    std::unique_ptr<const leveldb::FilterPolicy> filter;
+    std::unique_ptr<leveldb::DB> ldb;
+    std::unique_ptr<ancient::Freezer> freezer;
+    std::optional<ChainConfig> config;
+
+    // Guards head, ancient_items and kv_low against a reader seeing a half-moved range.
+    mutable std::shared_mutex mu;
+    // Ancient reads reuse the freezer's scratch buffers.
+    mutable std::mutex freezer_mu;
+    std::optional<Head> head;
+    uint64_t ancient_items{0};
+    // Lowest block number whose header is still in LevelDB (may be below ancient_items after an
+    // interrupted freeze: such duplicates are harmless and removed by the next freeze).
+    uint64_t kv_low{0};
+
+    Outcome<std::optional<std::string>> get(leveldb::Slice key) const {
+        std::string value;
+        leveldb::Status s = ldb->Get(leveldb::ReadOptions(), key, &value);
+        if (s.IsNotFound()) return std::optional<std::string>{};
+        if (!s.ok()) return make_error(fmt::format("LevelDB read in {}: {}", chaindata, s.ToString()));
+        return std::optional<std::string>{std::move(value)};
+    }
+
+    Outcome<std::optional<Hash32>> kv_canonical_hash(uint64_t number) const {
+        std::string& v = read_scratch();
+        leveldb::Status s = ldb->Get(leveldb::ReadOptions(), slice(schema::canonical_key(number)), &v);
+        if (s.IsNotFound()) return std::optional<Hash32>{};
+        if (!s.ok()) return make_error(fmt::format("LevelDB read of canonical hash {}: {}", number, s.ToString()));
+        if (v.size() != 32) {
+            return make_error(
+                fmt::format("LevelDB canonical hash of block {} has {} bytes, expected 32", number, v.size()));
+        }
+        Hash32 h;
+        std::copy(v.begin(), v.end(), h.begin());
+        return std::optional<Hash32>{h};
+    }
+
+    Outcome<void> load_head();
+    Outcome<void> check_stores_join();
+    Outcome<void> walk_kv(uint64_t hi, uint64_t lo, ItemBuffer& out) const;
+};
+
+ChainDb::ChainDb(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ChainDb::~ChainDb() = default;
+
+Outcome<std::unique_ptr<ChainDb>> ChainDb::open(const std::string& datadir, const ChainDbOptions& options) {
+    auto impl = std::make_unique<Impl>();
+    impl->datadir = datadir;
+    impl->chaindata = (fs::path(datadir) / "chaindata").string();
+    const std::string ancient_dir = (fs::path(impl->chaindata) / "ancient" / "chain").string();
+
+    std::error_code ec;
+    if (!fs::is_directory(datadir, ec)) {
+        if (!options.create_if_missing || options.read_only) {
+            return make_error(fmt::format("datadir {} does not exist", datadir));
+        }
+        fs::create_directories(datadir, ec);
+        if (ec) return make_error(fmt::format("cannot create datadir {}: {}", datadir, ec.message()));
+    }
+    if (!options.create_if_missing && !fs::is_directory(impl->chaindata, ec)) {
+        return make_error(fmt::format("datadir {} holds no chain database (no chaindata/); import or generate first",
+                                      datadir));
+    }
+    if (!options.read_only) {
+        fs::create_directories(ancient_dir, ec);
+        if (ec) return make_error(fmt::format("cannot create {}: {}", ancient_dir, ec.message()));
+    }
+
+    leveldb::Options lopts;
+    lopts.create_if_missing = options.create_if_missing && !options.read_only;
+    impl->cache.reset(leveldb::NewLRUCache(options.leveldb_cache_bytes));
+    impl->filter.reset(leveldb::NewBloomFilterPolicy(10));
+    lopts.block_cache = impl->cache.get();
+    lopts.filter_policy = impl->filter.get();
+    leveldb::DB* raw = nullptr;
+    leveldb::Status s = leveldb::DB::Open(lopts, impl->chaindata, &raw);
+    if (!s.ok()) return make_error(fmt::format("cannot open LevelDB at {}: {}", impl->chaindata, s.ToString()));
+    impl->ldb.reset(raw);
+
+    if (options.fs == nullptr) {
+        impl->owned_fs = std::make_unique<ancient::PosixFileSystem>();
+        impl->fs = impl->owned_fs.get();
+    } else {
+        impl->fs = options.fs;
+    }
+    ancient::Freezer::Options fopts;
+    fopts.max_file_size = options.ancient_max_file_size;
+    fopts.read_only = options.read_only;
+    auto freezer = ancient::Freezer::open(*impl->fs, ancient_dir, fopts);
+    if (!freezer) return freezer.error();
+    impl->freezer = std::move(*freezer);
+    impl->ancient_items = impl->freezer->items();
+
+    auto version = impl->get(slice(schema::kVersionKey));
+    if (!version) return version.error();
+    if (*version) {
+        ByteView v = view(**version);
+        auto n = rlp::decode_uint64(v);
+        if (!n || *n != schema::kSchemaVersion) {
+            return make_error(fmt::format("{}: unsupported database schema version (this headerd reads version {})",
+                                          impl->chaindata, schema::kSchemaVersion));
+        }
+    }
+
+    auto cfg = impl->get(slice(schema::kConfigKey));
+    if (!cfg) return cfg.error();
+    if (*cfg) {
+        auto decoded = decode_chain_config(view(**cfg));
+        if (!decoded) {
+            return make_error(fmt::format("{}: stored chain config is unreadable: {}", impl->chaindata,
+                                          decoded.error().message()));
+        }
+        impl->config = std::move(*decoded);
+    }
+    if (auto r = impl->load_head(); !r) return r.error();
+    if (auto r = impl->check_stores_join(); !r) return r.error();
+    return std::unique_ptr<ChainDb>(new ChainDb(std::move(impl)));
+}
+
+Outcome<void> ChainDb::Impl::load_head() {
+    auto last = get(slice(schema::kLastHeaderKey));
+    if (!last) return last.error();
+    if (!*last) return {};
+    if ((*last)->size() != 32) return make_error(fmt::format("{}: LastHeader is not a 32-byte hash", chaindata));
+    Head h;
+    std::copy((*last)->begin(), (*last)->end(), h.hash.begin());
+
+    auto num = get(slice(schema::number_key(h.hash)));
+    if (!num) return num.error();
+    if (!*num || (*num)->size() != 8) {
+        return make_error(fmt::format("{}: head {} has no block number entry", chaindata, to_hex0x(h.hash)));
+    }
+    h.number = load_be64(reinterpret_cast<const uint8_t*>((*num)->data()));
+
+    // The head header may already be in the freezer (freeze --keep 0).
+    Bytes rlp;
+    if (h.number < ancient_items) {
+        ItemBuffer buf;
+        auto r = freezer->read_headers(h.number, 1, std::numeric_limits<uint64_t>::max(), buf);
+        if (!r) return r.error();
+        rlp.assign(buf.item(0).begin(), buf.item(0).end());
+    } else {
+        auto hdr = get(slice(schema::header_key(h.number, h.hash)));
+        if (!hdr) return hdr.error();
+        if (!*hdr) {
+            return make_error(
+                fmt::format("{}: head header {} {} is missing", chaindata, h.number, to_hex0x(h.hash)));
+        }
+        rlp.assign((*hdr)->begin(), (*hdr)->end());
+    }
+    auto decoded = decode_block_header(rlp);
+    if (!decoded) {
+        return make_error(fmt::format("{}: head header {} does not decode: {}", chaindata, h.number,
+                                      decoded.error().message()));
+    }
+    h.timestamp = decoded->timestamp;
+
+    auto td = get(slice(schema::kHeadTdKey));
+    if (!td) return td.error();
+    if (*td) {
+        ByteView v = view(**td);
+        auto n = rlp::decode_u256(v);
+        if (!n) return make_error(fmt::format("{}: head total difficulty is unreadable", chaindata));
+        h.total_difficulty = *n;
+    }
+    head = h;
+    return {};
+}
+
+Outcome<void> ChainDb::Impl::check_stores_join() {
+    if (!head) {
+        if (ancient_items > 0) {
+            return make_error(fmt::format("{}: ancient store holds blocks [0, {}) but LevelDB has no head header",
+                                          chaindata, ancient_items));
+        }
+        return {};
+    }
+    // Find the lowest canonical header still in LevelDB.
+    std::unique_ptr<leveldb::Iterator> it(ldb->NewIterator(leveldb::ReadOptions()));
+    uint64_t lowest = head->number + 1;
+    const auto start = schema::canonical_key(0);
+    for (it->Seek(leveldb::Slice(reinterpret_cast<const char*>(start.data()), 1)); it->Valid(); it->Next()) {
+        const leveldb::Slice k = it->key();
+        if (k.empty() || static_cast<uint8_t>(k[0]) != schema::kHeaderPrefix) break;
+        if (k.size() == 10 && static_cast<uint8_t>(k[9]) == schema::kCanonicalSuffix) {
+            lowest = load_be64(reinterpret_cast<const uint8_t*>(k.data()) + 1);
+            break;
+        }
+    }
+    if (!it->status().ok()) return make_error(fmt::format("LevelDB scan in {}: {}", chaindata, it->status().ToString()));
+    kv_low = lowest;
+    if (ancient_items > head->number + 1) {
+        return make_error(fmt::format(
+            "{}: ancient store holds blocks [0, {}) beyond the LevelDB head {}; the stores disagree", chaindata,
+            ancient_items, head->number));
+    }
+    if (lowest > ancient_items && lowest <= head->number + 1 && ancient_items <= head->number) {
+        return make_error(fmt::format(
+            "{}: gap between the ancient store, blocks [0, {}), and LevelDB, blocks [{}, {}]: blocks {}..{} are missing",
+            chaindata, ancient_items, lowest, head->number, ancient_items, lowest - 1));
+    }
+    return {};
+}
+
+const std::string& ChainDb::datadir() const noexcept { return impl_->datadir; }
+
+const ChainConfig* ChainDb::config() const noexcept { return impl_->config ? &*impl_->config : nullptr; }
+
+Outcome<void> ChainDb::set_config(const ChainConfig& config) {
+    if (impl_->config) {
+        const ChainConfig& have = *impl_->config;
+        if (have.name != config.name || have.network_id != config.network_id ||
+            have.genesis_hash != config.genesis_hash) {
+            return make_error(fmt::format(
+                "datadir {} holds network {} (id {}, genesis {}), not {} (id {}, genesis {})", impl_->datadir,
+                have.name, have.network_id, to_hex0x(have.genesis_hash), config.name, config.network_id,
+                to_hex0x(config.genesis_hash)));
+        }
+        return {};
+    }
+    Bytes enc;
+    encode(enc, config);
+    Bytes ver;
+    rlp::encode(ver, schema::kSchemaVersion);
+    leveldb::WriteBatch batch;
+    batch.Put(slice(schema::kConfigKey), slice(enc));
+    batch.Put(slice(schema::kVersionKey), slice(ver));
+    leveldb::WriteOptions wo;
+    wo.sync = true;
+    leveldb::Status s = impl_->ldb->Write(wo, &batch);
+    if (!s.ok()) return make_error(fmt::format("LevelDB write in {}: {}", impl_->chaindata, s.ToString()));
+    impl_->config = config;
+    return {};
+}
+
+std::optional<Head> ChainDb::head() const {
+    std::shared_lock lock(impl_->mu);
+    return impl_->head;
+}
+
+uint64_t ChainDb::ancient_items() const noexcept {
+    std::shared_lock lock(impl_->mu);
+    return impl_->ancient_items;
+}
+
+Outcome<void> ChainDb::append(std::span<const NewHeader> headers) {
+    if (headers.empty()) return {};
+    std::optional<Head> head = this->head();
+    uint64_t expect = head ? head->number + 1 : 0;
+    Hash32 parent = head ? head->hash : Hash32{};
+    leveldb::WriteBatch batch;
+    uint8_t numbuf[8];
+    for (const NewHeader& h : headers) {
+        if (h.number != expect) {
+            return make_error(fmt::format("block {}: expected block {} next", h.number, expect));
+        }
+        auto peek = peek_header(h.rlp);
+        if (!peek) return make_error(fmt::format("block {}: {}", h.number, peek.error().message()));
+        if (h.number > 0 && peek->parent_hash != parent) {
+            return make_error(fmt::format("block {}: parent hash {} does not match block {} hash {}", h.number,
+                                          to_hex0x(peek->parent_hash), h.number - 1, to_hex0x(parent)));
+        }
+        store_be64(numbuf, h.number);
+        batch.Put(slice(schema::header_key(h.number, h.hash)), slice(h.rlp));
+        batch.Put(slice(schema::canonical_key(h.number)), slice(h.hash));
+        batch.Put(slice(schema::number_key(h.hash)), leveldb::Slice(reinterpret_cast<const char*>(numbuf), 8));
+        parent = h.hash;
+        ++expect;
+    }
+    const NewHeader& last = headers.back();
+    Bytes td;
+    rlp::encode(td, last.total_difficulty);
+    batch.Put(slice(schema::kLastHeaderKey), slice(last.hash));
+    batch.Put(slice(schema::kHeadTdKey), slice(td));
+    leveldb::WriteOptions wo;
+    wo.sync = true;
+    leveldb::Status s = impl_->ldb->Write(wo, &batch);
+    if (!s.ok()) return make_error(fmt::format("LevelDB write in {}: {}", impl_->chaindata, s.ToString()));
+
+    std::unique_lock lock(impl_->mu);
+    if (!impl_->head) impl_->kv_low = headers.front().number;
+    impl_->head = Head{last.number, last.hash, last.total_difficulty, last.timestamp};
+    return {};
+}
+
+Outcome<void> ChainDb::Impl::walk_kv(uint64_t hi, uint64_t lo, ItemBuffer& out) const {
+    auto top = kv_canonical_hash(hi);
+    if (!top) return top.error();
+    if (!*top) return make_error(fmt::format("LevelDB in {} has no canonical hash for block {}", chaindata, hi));
+    Hash32 hash = **top;
+    std::string& v = read_scratch();
+    for (uint64_t n = hi;; --n) {
+        leveldb::Status s = ldb->Get(leveldb::ReadOptions(), slice(schema::header_key(n, hash)), &v);
+        if (!s.ok()) {
+            return make_error(fmt::format("LevelDB in {}: header {} {}: {}", chaindata, n, to_hex0x(hash),
+                                          s.IsNotFound() ? "missing" : s.ToString()));
+        }
+        const ByteView rlp = view(v);
+        out.push(rlp);
+        if (n == lo) break;
+        auto peek = peek_header(rlp);
+        if (!peek) {
+            return make_error(fmt::format("LevelDB in {}: header {} is corrupt: {}", chaindata, n,
+                                          peek.error().message()));
+        }
+        hash = peek->parent_hash;
+    }
+    return {};
+}
+
+Outcome<void> ChainDb::header_range(uint64_t from, uint64_t count, Order order, ItemBuffer& out,
+                                    size_t max_bytes) const {
+    out.clear();
+    std::shared_lock lock(impl_->mu);
+    if (!impl_->head || count == 0 || from > impl_->head->number) return {};
+    const uint64_t head = impl_->head->number;
+    uint64_t lo = 0;
+    uint64_t hi = 0;
+    if (order == Order::kAscending) {
+        lo = from;
+        hi = from + std::min(count - 1, head - from);
+    } else {
+        hi = from;
+        lo = from - std::min(count - 1, from);
+    }
+    const uint64_t ancient = impl_->ancient_items;
+    const bool has_ancient = lo < ancient;
+    const bool has_kv = hi >= ancient;
+    const uint64_t ancient_hi = has_kv ? ancient - 1 : hi;  // inclusive, valid when has_ancient
+    const uint64_t kv_lo = has_ancient ? ancient : lo;
+
+    auto read_ancient = [&](uint64_t cap) -> Outcome<void> {
+        std::lock_guard flock(impl_->freezer_mu);
+        return impl_->freezer->read_headers(lo, ancient_hi - lo + 1, cap, out);
+    };
+
+    if (order == Order::kAscending) {
+        if (has_ancient) {
+            if (auto r = read_ancient(max_bytes); !r) return r;
+            if (out.size() < ancient_hi - lo + 1) return {};  // byte cap reached inside the freezer
+        }
+        if (has_kv) {
+            const size_t first = out.size();
+            if (auto r = impl_->walk_kv(hi, kv_lo, out); !r) return r;
+            reverse_items(out, first);
+        }
+    } else {
+        if (has_kv) {
+            if (auto r = impl_->walk_kv(hi, kv_lo, out); !r) return r;
+        }
+        if (has_ancient && out.bytes.size() < max_bytes) {
+            const size_t first = out.size();
+            if (auto r = read_ancient(std::numeric_limits<uint64_t>::max()); !r) return r;
+            reverse_items(out, first);
+        }
+    }
+    trim_to_bytes(out, max_bytes);
+    return {};
+}
+
+Outcome<std::optional<uint64_t>> ChainDb::number_by_hash(const Hash32& hash) const {
+    auto v = impl_->get(slice(schema::number_key(hash)));
+    if (!v) return v.error();
+    if (!*v) return std::optional<uint64_t>{};
+    if ((*v)->size() != 8) {
+        return make_error(fmt::format("LevelDB in {}: number entry of {} is not 8 bytes", impl_->chaindata,
+                                      to_hex0x(hash)));
+    }
+    return std::optional<uint64_t>{load_be64(reinterpret_cast<const uint8_t*>((*v)->data()))};
+}
+
+Outcome<std::optional<Hash32>> ChainDb::canonical_hash(uint64_t number) const {
+    std::shared_lock lock(impl_->mu);
+    if (!impl_->head || number > impl_->head->number) return std::optional<Hash32>{};
+    if (number < impl_->ancient_items) {
+        std::lock_guard flock(impl_->freezer_mu);
+        auto h = impl_->freezer->read_hash(number);
+        if (!h) return h.error();
+        return std::optional<Hash32>{*h};
+    }
+    return impl_->kv_canonical_hash(number);
+}
+
+Outcome<bool> ChainDb::header_by_hash(const Hash32& hash, Bytes& out) const {
+    out.clear();
+    auto number = number_by_hash(hash);
+    if (!number) return number.error();
+    if (!*number) return false;
+    const uint64_t n = **number;
+    std::shared_lock lock(impl_->mu);
+    if (n < impl_->ancient_items) {
+        std::lock_guard flock(impl_->freezer_mu);
+        auto stored = impl_->freezer->read_hash(n);
+        if (!stored) return stored.error();
+        if (*stored != hash) return false;  // a side-chain header that was never frozen
+        ItemBuffer buf;
+        auto r = impl_->freezer->read_headers(n, 1, std::numeric_limits<uint64_t>::max(), buf);
+        if (!r) return r.error();
+        append(out, buf.item(0));
+        return true;
+    }
+    auto v = impl_->get(slice(schema::header_key(n, hash)));
+    if (!v) return v.error();
+    if (!*v) return false;
+    append(out, view(**v));
+    return true;
+}
+
+Outcome<uint64_t> ChainDb::freeze(const FreezeOptions& options) {
+    const std::optional<Head> head = this->head();
+    if (!head) return uint64_t{0};
+    const uint64_t limit = head->number + 1 > options.keep ? head->number + 1 - options.keep : 0;
+    const uint64_t start = ancient_items();
+    if (limit <= start) return start;
+    const uint64_t total = limit - start;
+    const uint64_t batch_size = std::max<uint64_t>(1, options.batch);
+
+    std::vector<std::string> rlps;
+    std::vector<ByteView> views;
+    std::vector<Hash32> hashes;
+    for (uint64_t from = start; from < limit;) {
+        const uint64_t to = std::min(limit, from + batch_size);
+        rlps.clear();
+        views.clear();
+        hashes.clear();
+        for (uint64_t n = from; n < to; ++n) {
+            auto h = impl_->kv_canonical_hash(n);
+            if (!h) return h.error();
+            if (!*h) return make_error(fmt::format("freeze: LevelDB in {} has no canonical hash for block {}",
+                                                   impl_->chaindata, n));
+            auto v = impl_->get(slice(schema::header_key(n, **h)));
+            if (!v) return v.error();
+            if (!*v) return make_error(fmt::format("freeze: LevelDB in {} is missing header {}", impl_->chaindata, n));
+            hashes.push_back(**h);
+            rlps.push_back(std::move(**v));
+        }
+        for (const std::string& r : rlps) views.push_back(view(r));
+        {
+            std::lock_guard flock(impl_->freezer_mu);
+            if (auto r = impl_->freezer->append(from, views, hashes); !r) return r.error();
+        }
+        if (options.on_step && !options.on_step(FreezeStep::kAppended, to)) return from;
+        {
+            std::lock_guard flock(impl_->freezer_mu);
+            if (auto r = impl_->freezer->sync(); !r) return r.error();
+        }
+        if (options.on_step && !options.on_step(FreezeStep::kSynced, to)) return from;
+
+        // The freezer is durable: switch readers over, then drop the LevelDB copies.
+        leveldb::WriteBatch del;
+        std::unique_lock lock(impl_->mu);
+        impl_->ancient_items = to;
+        for (uint64_t n = impl_->kv_low; n < to; ++n) {
+            // Headers below `from` are duplicates left by an interrupted freeze; their hashes come
+            // from the freezer, which has them all.
+            Hash32 h;
+            if (n >= from) {
+                h = hashes[n - from];
+            } else {
+                std::lock_guard flock(impl_->freezer_mu);
+                auto fh = impl_->freezer->read_hash(n);
+                if (!fh) return fh.error();
+                h = *fh;
+            }
+            del.Delete(slice(schema::header_key(n, h)));
+            del.Delete(slice(schema::canonical_key(n)));
+        }
+        leveldb::WriteOptions wo;
+        wo.sync = true;
+        leveldb::Status s = impl_->ldb->Write(wo, &del);
+        if (!s.ok()) return make_error(fmt::format("freeze: LevelDB delete in {}: {}", impl_->chaindata, s.ToString()));
+        impl_->kv_low = to;
+        lock.unlock();
+        if (options.on_step && !options.on_step(FreezeStep::kDeleted, to)) return to;
+        if (options.on_progress) options.on_progress(to - start, total);
+        from = to;
+    }
+    return limit;
+}
+
+StoreStats ChainDb::stats() const {
+    StoreStats st;
+    {
+        std::shared_lock lock(impl_->mu);
+        st.ancient_items = impl_->ancient_items;
+        if (impl_->head) {
+            const uint64_t low = std::max(impl_->kv_low, impl_->ancient_items);
+            st.kv_headers = impl_->head->number + 1 > low ? impl_->head->number + 1 - low : 0;
+        }
+    }
+    {
+        std::lock_guard flock(impl_->freezer_mu);
+        st.ancient_bytes = impl_->freezer->bytes_on_disk();
+    }
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(impl_->chaindata, ec)) {
+        if (e.is_regular_file(ec)) st.leveldb_bytes += e.file_size(ec);
+    }
+    return st;
+}
+
+}  // namespace headerd::db

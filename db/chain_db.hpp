@@ -1,0 +1,131 @@
+#pragma once
+
+// ChainDb: the one read/write facade over LevelDB (recent headers) and the ancient freezer (old
+// headers). Blocks [0, ancient_items) live in the freezer, [ancient_items, head] in LevelDB.
+// On-disk formats: docs/db_schema.md and docs/ancient_format.md.
+//
+// Thread-safety: every const member may be called from any number of threads at once; append()
+// and freeze() are serialised against each other by the caller (one writer) and against readers
+// internally, so a reader never sees a range with a hole in it.
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "core/bytes.hpp"
+#include "core/chain_config.hpp"
+#include "core/item_buffer.hpp"
+#include "core/result.hpp"
+#include "core/uint256.hpp"
+
+namespace headerd::ancient {
+class FileSystem;
+}
+
+namespace headerd::db {
+
+enum class Order { kAscending, kDescending };
+
+struct Head {
+    uint64_t number{0};
+    Hash32 hash{};
+    U256 total_difficulty{0};
+    uint64_t timestamp{0};
+};
+
+struct ChainDbOptions {
+    bool read_only{false};
+    bool create_if_missing{false};
+    // Largest ancient data file; tests shrink it to exercise rollover.
+    uint64_t ancient_max_file_size{2'000'000'000};
+    // Filesystem used for the ancient store; nullptr = the real one. LevelDB uses its own Env.
+    ancient::FileSystem* fs{nullptr};
+    size_t leveldb_cache_bytes{32u << 20};
+};
+
+// A header that extends the chain, already checked by the caller (see db/import.hpp).
+struct NewHeader {
+    ByteView rlp;
+    Hash32 hash{};
+    uint64_t number{0};
+    U256 total_difficulty{0};
+    uint64_t timestamp{0};
+};
+
+struct StoreStats {
+    uint64_t ancient_items{0};
+    uint64_t kv_headers{0};
+    uint64_t ancient_bytes{0};
+    uint64_t leveldb_bytes{0};
+};
+
+// Steps of one freeze batch, reported to FreezeOptions::on_step; tests use it to stop ("crash")
+// between steps and check that reopening finds a consistent database.
+enum class FreezeStep { kAppended, kSynced, kDeleted };
+
+struct FreezeOptions {
+    uint64_t keep{90'000};
+    uint64_t batch{30'000};
+    // Called after each step of each batch; returning false stops freezing at that point as if the
+    // process had died (the database is left as it is on disk).
+    std::function<bool(FreezeStep step, uint64_t ancient_items)> on_step;
+    std::function<void(uint64_t done, uint64_t total)> on_progress;
+};
+
+class ChainDb {
+public:
+    // Opens DATADIR/chaindata (LevelDB) and DATADIR/chaindata/ancient/chain (freezer), repairs the
+    // freezer, and checks the two stores join without a gap.
+    static Outcome<std::unique_ptr<ChainDb>> open(const std::string& datadir, const ChainDbOptions& options = {});
+    ~ChainDb();
+    ChainDb(const ChainDb&) = delete;
+    ChainDb& operator=(const ChainDb&) = delete;
+
+    const std::string& datadir() const noexcept;
+    // nullptr while the database holds no chain config (a fresh datadir).
+    const ChainConfig* config() const noexcept;
+    // Stores the chain config of a fresh database. On a database that has one already, succeeds only
+    // if it is the same network (name, network id, genesis), else the error names both.
+    Outcome<void> set_config(const ChainConfig& config);
+    std::optional<Head> head() const;
+    uint64_t ancient_items() const noexcept;
+
+    // Appends headers that extend the head (the first one is the genesis on an empty database) in one
+    // atomic, synced LevelDB batch. REQUIRES: numbers consecutive from head+1, hashes and total
+    // difficulties correct (the importer checks them; this checks numbers and the parent link only).
+    Outcome<void> append(std::span<const NewHeader> headers);
+
+    // Fills `out` (cleared first) with stored canonical header RLP, byte for byte as imported:
+    // from, from+1, ... (ascending) or from, from-1, ... (descending); at most `count` headers, fewer
+    // where the chain ends (past the head, below genesis) or where max_bytes is reached (at least one
+    // header is always returned). Makes no hash->number lookups and decodes nothing beyond the parent
+    // hash. An error means a damaged store; it names the block number and store.
+    Outcome<void> header_range(uint64_t from, uint64_t count, Order order, ItemBuffer& out,
+                               size_t max_bytes = std::numeric_limits<size_t>::max()) const;
+
+    // Point lookups; nullopt when absent.
+    Outcome<std::optional<uint64_t>> number_by_hash(const Hash32& hash) const;
+    Outcome<std::optional<Hash32>> canonical_hash(uint64_t number) const;
+    // Header RLP by hash into out (cleared first); false when unknown.
+    Outcome<bool> header_by_hash(const Hash32& hash, Bytes& out) const;
+
+    // Moves headers older than head - keep into the freezer, batch by batch: append, fsync, then
+    // delete from LevelDB (the "H"+hash entries stay). Returns the new ancient_items.
+    Outcome<uint64_t> freeze(const FreezeOptions& options);
+
+    StoreStats stats() const;
+
+private:
+    struct Impl;
+    explicit ChainDb(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+// Reverses the order of items [first, out.size()) in place, without allocating.
+void reverse_items(ItemBuffer& out, size_t first) noexcept;
+
+}  // namespace headerd::db

@@ -1,0 +1,344 @@
+#include "db/import.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/block_header.hpp"
+#include "core/era1.hpp"
+#include "core/hex.hpp"
+#include "core/keccak.hpp"
+#include "core/rlp.hpp"
+#include "db/mapped_file.hpp"
+
+namespace headerd::db {
+namespace {
+
+constexpr size_t kWriteBatch = 10'000;
+constexpr uint64_t kChunk = 1024;
+
+std::string u256_str(const U256& v) { return v.str(); }
+
+// Checks headers one after the other against the network and the stored chain.
+class Checker {
+public:
+    Checker(const ChainDb& db, const ChainConfig& config, std::string path)
+        : db_(db), config_(config), path_(std::move(path)), head_(db.head()) {
+        if (head_) {
+            next_ = head_->number + 1;
+            parent_ = head_->hash;
+            td_ = head_->total_difficulty;
+        }
+    }
+
+    // `where` describes the position ("offset N" or "entry N") for messages.
+    Outcome<void> add(ByteView rlp, const std::optional<U256>& claimed_td, const std::string& where,
+                      std::vector<NewHeader>& out) {
+        auto header = decode_block_header(rlp);
+        if (!header) {
+            return make_error(fmt::format("{}: {}: not a valid block header: {}", path_, where, header.error().message()));
+        }
+        const uint64_t n = header->number;
+        const Hash32 hash = header_hash(rlp);
+        if (head_ && n <= head_->number && staged_ == 0) {
+            // Already stored? Re-importing the same chain is a no-op, anything else a conflict.
+            auto stored = db_.canonical_hash(n);
+            if (!stored) return stored.error();
+            if (*stored && **stored == hash) {
+                ++skipped_;
+                return {};
+            }
+            return make_error(fmt::format(
+                "{}: block {}: hash {} conflicts with the stored block {} (head is {}); import does not replace "
+                "stored headers",
+                path_, n, to_hex0x(hash), *stored ? to_hex0x(**stored) : std::string("(none)"), head_->number));
+        }
+        if (n != next_) {
+            if (!head_ && staged_ == 0) {
+                return make_error(fmt::format(
+                    "{}: block {}: the database is empty, so the import must start at the genesis (block 0)", path_,
+                    n));
+            }
+            return make_error(fmt::format("{}: block {}: does not link: expected block {} next", path_, n, next_));
+        }
+        if (n == 0) {
+            if (hash != config_.genesis_hash) {
+                return make_error(fmt::format("{}: block 0: genesis hash {} is not the {} genesis {}", path_,
+                                              to_hex0x(hash), config_.name, to_hex0x(config_.genesis_hash)));
+            }
+        } else if (header->parent_hash != parent_) {
+            return make_error(fmt::format("{}: block {}: parent hash {} does not match block {} hash {}", path_, n,
+                                          to_hex0x(header->parent_hash), n - 1, to_hex0x(parent_)));
+        }
+        const size_t want_fields = config_.expected_field_count(n, header->timestamp);
+        if (header->field_count() != want_fields) {
+            return make_error(fmt::format("{}: block {}: header has {} fields, {} expects {} at this block", path_, n,
+                                          header->field_count(), config_.name, want_fields));
+        }
+        const U256 td = n == 0 ? header->difficulty : td_ + header->difficulty;
+        if (claimed_td && *claimed_td != td) {
+            return make_error(fmt::format("{}: block {}: total difficulty {} in the file, {} computed", path_, n,
+                                          u256_str(*claimed_td), u256_str(td)));
+        }
+        out.push_back(NewHeader{rlp, hash, n, td, header->timestamp});
+        ++staged_;
+        next_ = n + 1;
+        parent_ = hash;
+        td_ = td;
+        return {};
+    }
+
+    uint64_t skipped() const { return skipped_; }
+
+private:
+    const ChainDb& db_;
+    const ChainConfig& config_;
+    std::string path_;
+    std::optional<Head> head_;
+    uint64_t next_{0};
+    Hash32 parent_{};
+    U256 td_{0};
+    uint64_t staged_{0};
+    uint64_t skipped_{0};
+};
+
+bool has_suffix(const std::string& s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+Outcome<void> stage_era1(ByteView file, Checker& checker, const std::string& path, ItemBuffer& storage,
+                         std::vector<NewHeader>& staged) {
+    auto archive = era1::Archive::parse(file);
+    if (!archive) return make_error(fmt::format("{}: not a valid era1 archive: {}", path, archive.error().message()));
+    const size_t count = archive->count();
+    Bytes scratch;
+    storage.clear();
+    for (size_t i = 0; i < count; ++i) {
+        auto rlp = archive->header(i, scratch);
+        if (!rlp) {
+            return make_error(fmt::format("{}: block {}: header entry does not decompress: {}", path,
+                                          archive->start_number() + i, rlp.error().message()));
+        }
+        storage.push(*rlp);
+    }
+    // Views into storage are taken only once it stops growing.
+    std::vector<Hash32> hashes;
+    std::vector<U256> tds;
+    hashes.reserve(count);
+    tds.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+        const ByteView rlp = storage.item(i);
+        hashes.push_back(header_hash(rlp));
+        tds.push_back(archive->total_difficulty(i));
+    }
+    auto root = era1::accumulator_root(hashes, tds);
+    if (!root) return make_error(fmt::format("{}: cannot compute the accumulator: {}", path, root.error().message()));
+    if (*root != archive->accumulator_root()) {
+        return make_error(fmt::format("{}: accumulator mismatch: the archive records {}, its headers give {}", path,
+                                      to_hex0x(archive->accumulator_root()), to_hex0x(*root)));
+    }
+    for (size_t i = 0; i < count; ++i) {
+        const uint64_t number = archive->start_number() + i;
+        if (auto r = checker.add(storage.item(i), tds[i], fmt::format("block {}", number), staged); !r) return r;
+    }
+    return {};
+}
+
+Outcome<void> stage_rlp(ByteView file, Checker& checker, const std::string& path, std::vector<NewHeader>& staged) {
+    ByteView rest = file;
+    while (!rest.empty()) {
+        const size_t offset = file.size() - rest.size();
+        auto item = rlp::next_item(rest);
+        if (!item) {
+            return make_error(fmt::format("{}: offset {}: not an RLP item: {} (truncated or not a header/block file?)",
+                                          path, offset, item.error().message()));
+        }
+        // A header is a list whose first element is the 32-byte parent hash; a block is a list whose
+        // first element is the header list.
+        ByteView inner = *item;
+        auto payload = rlp::decode_list(inner);
+        if (!payload) {
+            return make_error(fmt::format("{}: offset {}: expected a header or block list: {}", path, offset,
+                                          payload.error().message()));
+        }
+        ByteView header = *item;
+        ByteView first_view = *payload;
+        auto first = rlp::decode_header(first_view);
+        if (first && first->list) {
+            ByteView p = *payload;
+            auto h = rlp::next_item(p);
+            if (!h) return make_error(fmt::format("{}: offset {}: block without a header", path, offset));
+            header = *h;
+        }
+        if (auto r = checker.add(header, std::nullopt, fmt::format("offset {}", offset), staged); !r) return r;
+    }
+    return {};
+}
+
+}  // namespace
+
+Outcome<ImportSummary> import_file(ChainDb& db, const ChainConfig& config, const std::string& path,
+                                   const ProgressFn& progress) {
+    auto file = MappedFile::open(path);
+    if (!file) return file.error();
+    if (file->bytes().empty()) return make_error(fmt::format("{}: file is empty", path));
+    if (db.config() != nullptr) {
+        if (auto r = db.set_config(config); !r) return r.error();  // same network, or a clear error
+    }
+
+    Checker checker(db, config, path);
+    std::vector<NewHeader> staged;
+    ItemBuffer storage;
+    if (has_suffix(path, ".era1")) {
+        if (auto r = stage_era1(file->bytes(), checker, path, storage, staged); !r) return r.error();
+    } else {
+        if (auto r = stage_rlp(file->bytes(), checker, path, staged); !r) return r.error();
+    }
+
+    ImportSummary summary;
+    summary.skipped = checker.skipped();
+    if (staged.empty()) return summary;
+    if (db.config() == nullptr) {
+        if (auto r = db.set_config(config); !r) return r.error();
+    }
+    for (size_t i = 0; i < staged.size(); i += kWriteBatch) {
+        const size_t end = std::min(staged.size(), i + kWriteBatch);
+        const std::span<const NewHeader> batch(staged.data() + i, end - i);
+        if (auto r = db.append(batch); !r) return make_error(fmt::format("{}: {}", path, r.error().message));
+        if (progress) progress("import", end, staged.size());
+    }
+    summary.imported = staged.size();
+    summary.first = staged.front().number;
+    summary.last = staged.back().number;
+    return summary;
+}
+
+Outcome<uint64_t> export_headers(const ChainDb& db, uint64_t from, uint64_t count, const std::string& path,
+                                 const ProgressFn& progress) {
+    const auto head = db.head();
+    if (!head) return make_error(fmt::format("datadir {} holds no headers", db.datadir()));
+    if (count == 0) return make_error("export: --count must be at least 1");
+    if (from > head->number || count - 1 > head->number - from) {
+        return make_error(fmt::format("export: blocks {}..{} requested but the head is block {}", from,
+                                      count - 1 > UINT64_MAX - from ? UINT64_MAX : from + count - 1, head->number));
+    }
+    const std::string tmp = path + ".tmp";
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return make_error(fmt::format("cannot create {}: {}", tmp, std::strerror(errno)));
+    auto fail = [&](std::string msg) -> Outcome<uint64_t> {
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        return make_error(std::move(msg));
+    };
+    ItemBuffer buf;
+    for (uint64_t done = 0; done < count;) {
+        const uint64_t n = std::min(kChunk, count - done);
+        auto r = db.header_range(from + done, n, Order::kAscending, buf);
+        if (!r) return fail(r.error().message);
+        if (buf.size() != n) {
+            return fail(fmt::format("export: the database returned {} headers from block {}, expected {}", buf.size(),
+                                    from + done, n));
+        }
+        const uint8_t* p = buf.bytes.data();
+        size_t left = buf.bytes.size();
+        while (left > 0) {
+            const ssize_t w = ::write(fd, p, left);
+            if (w < 0) {
+                if (errno == EINTR) continue;
+                return fail(fmt::format("write {}: {}", tmp, std::strerror(errno)));
+            }
+            p += w;
+            left -= static_cast<size_t>(w);
+        }
+        done += n;
+        if (progress) progress("export", done, count);
+    }
+    if (::fsync(fd) != 0) return fail(fmt::format("fsync {}: {}", tmp, std::strerror(errno)));
+    ::close(fd);
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) {
+        ::unlink(tmp.c_str());
+        return make_error(fmt::format("rename {} to {}: {}", tmp, path, ec.message()));
+    }
+    return count;
+}
+
+Outcome<VerifySummary> verify_chain(const ChainDb& db, const ProgressFn& progress) {
+    VerifySummary summary;
+    const auto head = db.head();
+    const ChainConfig* config = db.config();
+    if (!head || config == nullptr) return make_error(fmt::format("datadir {} holds no headers", db.datadir()));
+    summary.ancient_items = db.ancient_items();
+    const uint64_t total = head->number + 1;
+    ItemBuffer buf;
+    Hash32 parent{};
+    U256 td{0};
+    for (uint64_t from = 0; from < total;) {
+        const uint64_t n = std::min(kChunk, total - from);
+        auto r = db.header_range(from, n, Order::kAscending, buf);
+        if (!r) return r.error();
+        if (buf.size() != n) {
+            return make_error(fmt::format("verify: the database returned {} headers from block {}, expected {}",
+                                          buf.size(), from, n));
+        }
+        for (size_t i = 0; i < buf.size(); ++i) {
+            const uint64_t number = from + i;
+            const char* store = number < summary.ancient_items ? "ancient" : "LevelDB";
+            const ByteView rlp = buf.item(i);
+            auto header = decode_block_header(rlp);
+            if (!header) {
+                return make_error(fmt::format("verify: block {} ({}): header does not decode: {}", number, store,
+                                              header.error().message()));
+            }
+            if (header->number != number) {
+                return make_error(fmt::format("verify: block {} ({}): header says number {}", number, store,
+                                              header->number));
+            }
+            const Hash32 hash = header_hash(rlp);
+            if (number == 0 && hash != config->genesis_hash) {
+                return make_error(fmt::format("verify: block 0: hash {} is not the {} genesis {}", to_hex0x(hash),
+                                              config->name, to_hex0x(config->genesis_hash)));
+            }
+            if (number > 0 && header->parent_hash != parent) {
+                return make_error(fmt::format("verify: block {} ({}): parent hash {} but block {} hashes to {}", number,
+                                              store, to_hex0x(header->parent_hash), number - 1, to_hex0x(parent)));
+            }
+            auto canonical = db.canonical_hash(number);
+            if (!canonical) return canonical.error();
+            if (!*canonical || **canonical != hash) {
+                return make_error(fmt::format("verify: block {} ({}): canonical hash entry {} but the header hashes to {}",
+                                              number, store, *canonical ? to_hex0x(**canonical) : "missing",
+                                              to_hex0x(hash)));
+            }
+            auto indexed = db.number_by_hash(hash);
+            if (!indexed) return indexed.error();
+            if (!*indexed || **indexed != number) {
+                return make_error(fmt::format("verify: block {}: hash->number entry for {} is {}", number,
+                                              to_hex0x(hash), *indexed ? std::to_string(**indexed) : "missing"));
+            }
+            td = number == 0 ? header->difficulty : td + header->difficulty;
+            parent = hash;
+        }
+        from += n;
+        summary.headers += n;
+        if (progress) progress("verify", from, total);
+    }
+    if (parent != head->hash) {
+        return make_error(fmt::format("verify: the last header hashes to {} but the head entry is {}", to_hex0x(parent),
+                                      to_hex0x(head->hash)));
+    }
+    if (td != head->total_difficulty) {
+        return make_error(fmt::format("verify: total difficulty of the chain is {} but the stored head TD is {}",
+                                      td.str(), head->total_difficulty.str()));
+    }
+    return summary;
+}
+
+}  // namespace headerd::db

@@ -1,0 +1,49 @@
+#pragma once
+
+// Moving headers in and out of a ChainDb: import (.era1 archives, .rlp files of headers or full
+// blocks), export (concatenated header RLP) and verify (full recheck of the stored chain).
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/result.hpp"
+#include "db/chain_db.hpp"
+
+namespace headerd::db {
+
+// Reports `done` out of `total` units of the current phase (headers).
+using ProgressFn = std::function<void(std::string_view phase, uint64_t done, uint64_t total)>;
+
+struct ImportSummary {
+    uint64_t imported{0};
+    uint64_t skipped{0};  // already stored with the same hash (re-import is idempotent)
+    std::optional<uint64_t> first;
+    std::optional<uint64_t> last;
+};
+
+// Imports one file into db, which must hold `config` (stored on first import). The whole file is
+// checked before anything is written: RLP, header layout for the network's forks, numbers, parent
+// links from the genesis or the current head, the genesis hash, total difficulty and, for .era1,
+// the epoch accumulator. A failing file leaves the database as it was; errors name the file, the
+// byte offset or block number, and the reason.
+Outcome<ImportSummary> import_file(ChainDb& db, const ChainConfig& config, const std::string& path,
+                                   const ProgressFn& progress = {});
+
+// Writes headers [from, from+count) as concatenated RLP, byte-identical to what was imported, to a
+// temporary file that is fsynced and renamed over `path` only when complete.
+Outcome<uint64_t> export_headers(const ChainDb& db, uint64_t from, uint64_t count, const std::string& path,
+                                 const ProgressFn& progress = {});
+
+struct VerifySummary {
+    uint64_t headers{0};
+    uint64_t ancient_items{0};
+};
+
+// Rechecks every stored header: it decodes, its number, its parent link, its hash against the
+// canonical mapping (freezer hash table or LevelDB) and the hash->number index, and the genesis.
+// Stops at the first problem with a message naming the block and store.
+Outcome<VerifySummary> verify_chain(const ChainDb& db, const ProgressFn& progress = {});
+
+}  // namespace headerd::db

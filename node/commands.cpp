@@ -1,0 +1,321 @@
+#include "node/commands.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <vector>
+
+#include <boost/json.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "core/forkid.hpp"
+#include "core/hex.hpp"
+#include "core/synthetic.hpp"
+#include "db/chain_db.hpp"
+#include "db/import.hpp"
+#include "node/cli.hpp"
+#include "node/logging.hpp"
+#include "node/progress.hpp"
+
+namespace headerd::node {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+OptionSpec datadir_option() { return {"datadir", "DIR", "data directory (chaindata/, nodekey, enode)", "", true}; }
+OptionSpec verbosity_option() { return {"verbosity", "N", "log level: 0 silent .. 3 info .. 5 trace", "3", false}; }
+
+int fail(const std::string& message) {
+    spdlog::error("{}", message);
+    return kExitFailure;
+}
+
+// Parses the arguments, handles --help and --verbosity; nullopt means "exit with *code".
+std::optional<Args> start(const CommandSpec& spec, int argc, char** argv, int* code) {
+    auto args = parse_args(spec, argc, argv);
+    if (!args) {
+        std::fprintf(stderr, "error: %s\n", args.error().message.c_str());
+        *code = kExitUsage;
+        return std::nullopt;
+    }
+    if (args->help()) {
+        std::fputs(help_text(spec).c_str(), stdout);
+        *code = kExitOk;
+        return std::nullopt;
+    }
+    auto verbosity = args->get_u64("verbosity", 3);
+    if (!verbosity || *verbosity > 5) {
+        std::fprintf(stderr, "error: --verbosity must be 0..5\n");
+        *code = kExitUsage;
+        return std::nullopt;
+    }
+    (void)setup_logging(static_cast<int>(*verbosity));
+    return std::move(*args);
+}
+
+db::ProgressFn progress_fn(Progress& p) {
+    return [&p](std::string_view, uint64_t done, uint64_t total) { p.update(done, total); };
+}
+
+Outcome<std::unique_ptr<db::ChainDb>> open_existing(const std::string& datadir, bool read_only) {
+    db::ChainDbOptions opts;
+    opts.read_only = read_only;
+    auto chain = db::ChainDb::open(datadir, opts);
+    if (!chain) {
+        std::string msg = chain.error().message;
+        if (msg.find("lock") != std::string::npos) msg += " (is another headerd using this datadir?)";
+        return make_error(std::move(msg));
+    }
+    return chain;
+}
+
+}  // namespace
+
+int cmd_generate(int argc, char** argv) {
+    const CommandSpec spec{"generate",
+                           "write a deterministic synthetic chain with every header layout",
+                           "--datadir DIR --count N [--seed S]",
+                           {datadir_option(),
+                            {"count", "N", "number of headers, blocks 0..N-1", "", true},
+                            {"seed", "S", "seed of the deterministic generator", "1", false},
+                            verbosity_option()}};
+    int code = 0;
+    auto args = start(spec, argc, argv, &code);
+    if (!args) return code;
+    auto count = args->get_u64("count", 0);
+    auto seed = args->get_u64("seed", 1);
+    if (!count) return fail(count.error().message);
+    if (!seed) return fail(seed.error().message);
+    if (*count == 0) return fail("--count must be at least 1");
+    const std::string datadir = *args->get("datadir");
+
+    db::ChainDbOptions opts;
+    opts.create_if_missing = true;
+    auto chain = db::ChainDb::open(datadir, opts);
+    if (!chain) return fail(chain.error().message);
+    db::ChainDb& db = **chain;
+    if (auto head = db.head()) {
+        return fail(fmt::format("datadir {} already holds a chain (head {}); generate needs an empty datadir", datadir,
+                                head->number));
+    }
+    synthetic::Generator gen(*count, *seed);
+    if (auto r = db.set_config(gen.config()); !r) return fail(r.error().message);
+
+    constexpr size_t kBatch = 10'000;
+    ItemBuffer rlps;
+    std::vector<synthetic::Generator::Produced> produced;
+    std::vector<db::NewHeader> batch;
+    Bytes scratch;
+    Progress progress("Generating headers");
+    uint64_t done = 0;
+    while (!gen.done()) {
+        rlps.clear();
+        produced.clear();
+        while (!gen.done() && produced.size() < kBatch) {
+            scratch.clear();
+            produced.push_back(gen.next(scratch));
+            rlps.push(scratch);
+        }
+        batch.clear();
+        for (size_t i = 0; i < produced.size(); ++i) {
+            const auto& p = produced[i];
+            batch.push_back(db::NewHeader{rlps.item(i), p.hash, p.number, p.total_difficulty, p.timestamp});
+        }
+        if (auto r = db.append(batch); !r) return fail(r.error().message);
+        done += batch.size();
+        progress.update(done, *count);
+    }
+    progress.finish(done);
+    const auto head = db.head();
+    spdlog::info("Generated synthetic chain                datadir={} network={} network_id={} head={} hash={}",
+                 datadir, gen.config().name, gen.config().network_id, head->number, to_hex0x(head->hash));
+    return kExitOk;
+}
+
+int cmd_import(int argc, char** argv) {
+    CommandSpec spec{"import",
+                     "import headers from .era1 archives or .rlp files (headers or full blocks)",
+                     "--datadir DIR [--network mainnet] FILE...",
+                     {datadir_option(),
+                      {"network", "NAME", "network of the files; must match the datadir's", "mainnet", false},
+                      verbosity_option()},
+                     true,
+                     "FILE...  .era1 archives, or .rlp files of concatenated header RLP or block RLP, imported in "
+                     "order;\n         the first must start at the genesis or link to the database head"};
+    int code = 0;
+    auto args = start(spec, argc, argv, &code);
+    if (!args) return code;
+    if (args->positional().empty()) {
+        std::fprintf(stderr, "error: import: no files given (see headerd import --help)\n");
+        return kExitUsage;
+    }
+    const std::string network = args->get_or("network", "mainnet");
+    if (network != "mainnet") {
+        return fail(fmt::format("--network {}: unknown network (import supports mainnet; use generate for a "
+                                "synthetic chain)",
+                                network));
+    }
+    const std::string datadir = *args->get("datadir");
+    std::error_code ec;
+    const bool fresh = !std::filesystem::exists(std::filesystem::path(datadir) / "chaindata", ec);
+    db::ChainDbOptions opts;
+    opts.create_if_missing = true;
+    auto chain = db::ChainDb::open(datadir, opts);
+    if (!chain) return fail(chain.error().message);
+    db::ChainDb& db = **chain;
+
+    int rc = kExitOk;
+    for (const std::string& file : args->positional()) {
+        Progress progress(fmt::format("Importing {}", std::filesystem::path(file).filename().string()));
+        auto r = db::import_file(db, mainnet_config(), file, progress_fn(progress));
+        if (!r) {
+            spdlog::error("{}", r.error().message);
+            rc = kExitFailure;
+            break;
+        }
+        progress.finish(r->imported);
+        spdlog::info("Imported headers                         file={} imported={} skipped={} first={} last={}", file,
+                     r->imported, r->skipped, r->first ? std::to_string(*r->first) : "-",
+                     r->last ? std::to_string(*r->last) : "-");
+    }
+    if (rc != kExitOk && fresh && !db.head()) {
+        // Nothing was imported into a datadir this command created: leave no empty database behind.
+        chain->reset();
+        std::filesystem::remove_all(std::filesystem::path(datadir) / "chaindata", ec);
+    }
+    return rc;
+}
+
+int cmd_export(int argc, char** argv) {
+    const CommandSpec spec{"export",
+                           "write headers as concatenated RLP, byte-identical to what was imported",
+                           "--datadir DIR --from A --count N --out FILE",
+                           {datadir_option(),
+                            {"from", "A", "first block number", "", true},
+                            {"count", "N", "number of headers", "", true},
+                            {"out", "FILE", "output file (written whole or not at all)", "", true},
+                            verbosity_option()}};
+    int code = 0;
+    auto args = start(spec, argc, argv, &code);
+    if (!args) return code;
+    auto from = args->get_u64("from", 0);
+    auto count = args->get_u64("count", 0);
+    if (!from) return fail(from.error().message);
+    if (!count) return fail(count.error().message);
+    auto chain = open_existing(*args->get("datadir"), true);
+    if (!chain) return fail(chain.error().message);
+    Progress progress("Exporting headers");
+    auto r = db::export_headers(**chain, *from, *count, *args->get("out"), progress_fn(progress));
+    if (!r) return fail(r.error().message);
+    progress.finish(*r);
+    spdlog::info("Exported headers                         file={} from={} count={}", *args->get("out"), *from, *r);
+    return kExitOk;
+}
+
+int cmd_inspect(int argc, char** argv) {
+    const CommandSpec spec{"inspect",
+                           "show heads, counts, sizes, genesis and fork id of a datadir",
+                           "--datadir DIR [--json]",
+                           {datadir_option(), {"json", "", "print one JSON object", "", false}, verbosity_option()}};
+    int code = 0;
+    auto args = start(spec, argc, argv, &code);
+    if (!args) return code;
+    auto chain = open_existing(*args->get("datadir"), true);
+    if (!chain) return fail(chain.error().message);
+    const db::ChainDb& db = **chain;
+    const ChainConfig* config = db.config();
+    const auto head = db.head();
+    const db::StoreStats st = db.stats();
+
+    boost::json::object o;
+    o["datadir"] = db.datadir();
+    o["network"] = config ? config->name : "";
+    o["network_id"] = config ? config->network_id : 0;
+    o["genesis_hash"] = config ? to_hex0x(config->genesis_hash) : "";
+    o["head_number"] = head ? boost::json::value(head->number) : boost::json::value(nullptr);
+    o["head_hash"] = head ? boost::json::value(to_hex0x(head->hash)) : boost::json::value(nullptr);
+    o["head_total_difficulty"] = head ? boost::json::value(head->total_difficulty.str()) : nullptr;
+    o["head_timestamp"] = head ? boost::json::value(head->timestamp) : nullptr;
+    o["ancient_items"] = st.ancient_items;
+    o["kv_headers"] = st.kv_headers;
+    if (config && head) {
+        const ForkId id = compute_fork_id(*config, head->number, head->timestamp);
+        o["fork_id"] = boost::json::object{{"hash", to_hex0x(id.hash)}, {"next", id.next}};
+    } else {
+        o["fork_id"] = nullptr;
+    }
+    o["bytes"] = boost::json::object{{"ancient", st.ancient_bytes}, {"leveldb", st.leveldb_bytes}};
+
+    if (args->has("json")) {
+        std::cout << boost::json::serialize(o) << "\n";
+        return kExitOk;
+    }
+    std::cout << fmt::format("datadir           {}\n", db.datadir());
+    if (config == nullptr || !head) {
+        std::cout << "chain             (empty)\n";
+        return kExitOk;
+    }
+    const ForkId id = compute_fork_id(*config, head->number, head->timestamp);
+    std::cout << fmt::format("network           {} (id {})\n", config->name, config->network_id)
+              << fmt::format("genesis           {}\n", to_hex0x(config->genesis_hash))
+              << fmt::format("head              {} {}\n", head->number, to_hex0x(head->hash))
+              << fmt::format("head TD           {}\n", head->total_difficulty.str())
+              << fmt::format("fork id           {} next {}\n", to_hex0x(id.hash), id.next)
+              << fmt::format("ancient headers   {} (blocks 0..{}), {} bytes\n", st.ancient_items,
+                             st.ancient_items == 0 ? std::string("-") : std::to_string(st.ancient_items - 1),
+                             st.ancient_bytes)
+              << fmt::format("LevelDB headers   {}, {} bytes\n", st.kv_headers, st.leveldb_bytes);
+    return kExitOk;
+}
+
+int cmd_verify(int argc, char** argv) {
+    const CommandSpec spec{"verify",
+                           "recheck every stored header: hashes, links, numbers, canonical and hash indexes",
+                           "--datadir DIR",
+                           {datadir_option(), verbosity_option()}};
+    int code = 0;
+    auto args = start(spec, argc, argv, &code);
+    if (!args) return code;
+    auto chain = open_existing(*args->get("datadir"), true);
+    if (!chain) return fail(chain.error().message);
+    Progress progress("Verifying headers");
+    auto r = db::verify_chain(**chain, progress_fn(progress));
+    if (!r) return fail(r.error().message);
+    progress.finish(r->headers);
+    spdlog::info("Chain verified                           headers={} ancient={} head={}", r->headers,
+                 r->ancient_items, (*chain)->head()->number);
+    return kExitOk;
+}
+
+int cmd_freeze(int argc, char** argv) {
+    const CommandSpec spec{"freeze",
+                           "move headers older than head-keep from LevelDB into the ancient store",
+                           "--datadir DIR [--keep N]",
+                           {datadir_option(),
+                            {"keep", "N", "most recent headers to keep in LevelDB", "90000", false},
+                            verbosity_option()}};
+    int code = 0;
+    auto args = start(spec, argc, argv, &code);
+    if (!args) return code;
+    auto keep = args->get_u64("keep", 90'000);
+    if (!keep) return fail(keep.error().message);
+    auto chain = open_existing(*args->get("datadir"), false);
+    if (!chain) return fail(chain.error().message);
+    db::ChainDb& db = **chain;
+    const uint64_t before = db.ancient_items();
+    Progress progress("Freezing headers");
+    db::FreezeOptions fopts;
+    fopts.keep = *keep;
+    fopts.on_progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
+    auto r = db.freeze(fopts);
+    if (!r) return fail(r.error().message);
+    progress.finish(*r - before);
+    spdlog::info("Freezer updated                          ancient_items={} moved={} kv_headers={}", *r, *r - before,
+                 db.stats().kv_headers);
+    return kExitOk;
+}
+
+}  // namespace headerd::node

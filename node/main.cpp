@@ -1,0 +1,59 @@
+// headerd: serves Ethereum block headers to syncing peers. See README.md and docs/.
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string_view>
+
+#include "node/commands.hpp"
+
+namespace {
+
+struct Command {
+    const char* name;
+    int (*run)(int, char**);
+    const char* summary;
+};
+
+constexpr Command kCommands[] = {
+    {"generate", headerd::node::cmd_generate, "write a deterministic synthetic chain"},
+    {"import", headerd::node::cmd_import, "import .era1 archives or .rlp header/block files"},
+    {"export", headerd::node::cmd_export, "write headers as concatenated RLP"},
+    {"inspect", headerd::node::cmd_inspect, "show heads, counts, sizes, genesis and fork id"},
+    {"verify", headerd::node::cmd_verify, "recheck every stored header"},
+    {"freeze", headerd::node::cmd_freeze, "move old headers into the ancient store"},
+};
+
+void usage(std::FILE* out) {
+    std::fprintf(out, "headerd - an Ethereum peer that serves block headers\n\nUsage: headerd COMMAND [OPTIONS]\n\n"
+                      "Commands:\n");
+    for (const auto& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+    std::fprintf(out, "\nRun 'headerd COMMAND --help' for the options of a command.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const std::string_view name = argv[1];
+    if (name == "--help" || name == "-h" || name == "help") {
+        usage(stdout);
+        return 0;
+    }
+    for (const auto& c : kCommands) {
+        if (name == c.name) {
+            try {
+                return c.run(argc - 2, argv + 2);
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "headerd %s: unexpected error: %s\n", c.name, e.what());
+                return 1;
+            }
+        }
+    }
+    std::fprintf(stderr, "headerd: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Bad input never crashes or half-writes: every case gives one clear error naming the file,
+# offset or block, and leaves the datadir as it was.
+source "$(dirname "$0")/lib.sh" "$@"
+
+ERA=$DATA/mainnet-00000-5ec1ffb8.era1
+size=$(stat -c %s "$ERA")
+
+# flip FILE OFFSET OUT: copy FILE to OUT with the byte at OFFSET inverted.
+flip() {
+    cp "$1" "$3"
+    local b
+    b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+    printf "$(printf '\\%03o' $((b ^ 0xff)))" | dd of="$3" bs=1 seek="$2" conv=notrunc status=none
+}
+
+# 1. A flipped byte inside block 0's compressed header (record at offset 8, snappy frame after
+#    its 8-byte record header): refused, and a fresh datadir is left without a database.
+flip "$ERA" 40 "$WORK/flipped.era1"
+expect_fail "flipped header byte" "flipped.era1" "$HEADERD" import --datadir "$WORK/fresh" "$WORK/flipped.era1"
+[ ! -e "$WORK/fresh/chaindata" ] || fail "a failed import into a fresh datadir left chaindata/ behind"
+
+# 2. Wrong accumulator: the 32-byte root sits just before the block index record
+#    (8-byte header + start + 8192 offsets + count = 65560 bytes at the end).
+flip "$ERA" $((size - 65560 - 32 + 5)) "$WORK/badacc.era1"
+expect_fail "wrong accumulator" "accumulator" "$HEADERD" import --datadir "$WORK/fresh" "$WORK/badacc.era1"
+
+# 3. The same bad files against a datadir that holds a chain: nothing changes on disk.
+D=$WORK/d
+"$HEADERD" import --datadir "$D" "$DATA/mainnet-headers-0-8191.rlp" >/dev/null 2>&1
+"$HEADERD" freeze --datadir "$D" --keep 100 >/dev/null 2>&1
+before=$(chain_digest "$D")
+expect_fail "flipped header byte, existing datadir" "flipped.era1" "$HEADERD" import --datadir "$D" "$WORK/flipped.era1"
+expect_fail "wrong accumulator, existing datadir" "accumulator" "$HEADERD" import --datadir "$D" "$WORK/badacc.era1"
+
+# 4. Truncated archive and truncated .rlp.
+head -c $((size / 2)) "$ERA" >"$WORK/short.era1"
+expect_fail "truncated era1" "short.era1" "$HEADERD" import --datadir "$D" "$WORK/short.era1"
+head -c 100000 "$DATA/mainnet-headers-0-8191.rlp" >"$WORK/short.rlp"
+expect_fail "truncated rlp (fresh)" "offset" "$HEADERD" import --datadir "$WORK/fresh2" "$WORK/short.rlp"
+
+# 5. A foreign file.
+cp "$DATA/mainnet-headers-0-8191.hashes.txt" "$WORK/foreign.rlp"
+expect_fail "foreign file" "foreign.rlp: offset 0" "$HEADERD" import --datadir "$D" "$WORK/foreign.rlp"
+expect_fail "missing file" "nonexistent.era1" "$HEADERD" import --datadir "$D" "$WORK/nonexistent.era1"
+
+# 6. Headers that do not link: the hive chain starts at block 1 (no genesis), and conflicts with
+#    the stored mainnet block 1.
+expect_fail "hive chain into an empty datadir" "must start at the genesis" \
+    "$HEADERD" import --datadir "$WORK/fresh3" "$DATA/hive-testchain-blocks-1-600.rlp"
+expect_fail "hive chain onto mainnet" "block 1" "$HEADERD" import --datadir "$D" "$DATA/hive-testchain-blocks-1-600.rlp"
+
+[ "$(chain_digest "$D")" = "$before" ] || fail "a refused import changed the datadir"
+echo "ok: datadir unchanged after every refused import"
+"$HEADERD" verify --datadir "$D" >/dev/null 2>&1 || fail "verify after refused imports"
+
+# 7. A datadir of another network.
+S=$WORK/synthetic
+"$HEADERD" generate --datadir "$S" --count 500 >/dev/null 2>&1
+expect_fail "mainnet import into a synthetic datadir" "holds network synthetic" \
+    "$HEADERD" import --datadir "$S" "$ERA"
+
+# 8. Missing datadir, bad ranges, bad arguments.
+expect_fail "inspect of a missing datadir" "$WORK/nowhere" "$HEADERD" inspect --datadir "$WORK/nowhere"
+expect_fail "export past the head" "head is block 8191" \
+    "$HEADERD" export --datadir "$D" --from 8000 --count 500 --out "$WORK/x.rlp"
+[ ! -e "$WORK/x.rlp" ] || fail "a failed export left a file"
+expect_fail "unknown option" "unknown option --bogus" "$HEADERD" inspect --datadir "$D" --bogus
+expect_fail "bad number" "--count" "$HEADERD" generate --datadir "$WORK/g" --count 12x
+expect_fail "unknown command" "unknown command" "$HEADERD" frobnicate
+
+# 9. A read-only datadir (not meaningful as root, who may write anyway).
+if [ "$(id -u)" -ne 0 ]; then
+    chmod -R a-w "$D"
+    expect_fail "freeze on a read-only datadir" "$D" "$HEADERD" freeze --datadir "$D" --keep 10
+    chmod -R u+w "$D"
+fi
+
+for c in generate import export inspect verify freeze; do
+    "$HEADERD" "$c" --help | grep -q "Usage: headerd $c" || fail "$c --help"
+done
+echo PASS
