@@ -67,7 +67,8 @@ void reverse_items(ItemBuffer& out, size_t first) noexcept {
     for (size_t i = first; i < n; ++i) {
         const size_t begin = offset;
         offset += out.ends[i];
-        std::reverse(out.bytes.begin() + static_cast<ptrdiff_t>(begin), out.bytes.begin() + static_cast<ptrdiff_t>(offset));
+        std::reverse(out.bytes.begin() + static_cast<ptrdiff_t>(begin),
+                     out.bytes.begin() + static_cast<ptrdiff_t>(offset));
         out.ends[i] = offset;
     }
 }
@@ -138,8 +139,8 @@ Outcome<std::unique_ptr<ChainDb>> ChainDb::open(const std::string& datadir, cons
         if (ec) return make_error(fmt::format("cannot create datadir {}: {}", datadir, ec.message()));
     }
     if (!options.create_if_missing && !fs::is_directory(impl->chaindata, ec)) {
-        return make_error(fmt::format("datadir {} holds no chain database (no chaindata/); import or generate first",
-                                      datadir));
+        return make_error(
+            fmt::format("datadir {} holds no chain database (no chaindata/); import or generate first", datadir));
     }
     if (!options.read_only) {
         fs::create_directories(ancient_dir, ec);
@@ -187,8 +188,8 @@ Outcome<std::unique_ptr<ChainDb>> ChainDb::open(const std::string& datadir, cons
     if (*cfg) {
         auto decoded = decode_chain_config(view(**cfg));
         if (!decoded) {
-            return make_error(fmt::format("{}: stored chain config is unreadable: {}", impl->chaindata,
-                                          decoded.error().message()));
+            return make_error(
+                fmt::format("{}: stored chain config is unreadable: {}", impl->chaindata, decoded.error().message()));
         }
         impl->config = std::move(*decoded);
     }
@@ -223,15 +224,14 @@ Outcome<void> ChainDb::Impl::load_head() {
         auto hdr = get(slice(schema::header_key(h.number, h.hash)));
         if (!hdr) return hdr.error();
         if (!*hdr) {
-            return make_error(
-                fmt::format("{}: head header {} {} is missing", chaindata, h.number, to_hex0x(h.hash)));
+            return make_error(fmt::format("{}: head header {} {} is missing", chaindata, h.number, to_hex0x(h.hash)));
         }
         rlp.assign((*hdr)->begin(), (*hdr)->end());
     }
     auto decoded = decode_block_header(rlp);
     if (!decoded) {
-        return make_error(fmt::format("{}: head header {} does not decode: {}", chaindata, h.number,
-                                      decoded.error().message()));
+        return make_error(
+            fmt::format("{}: head header {} does not decode: {}", chaindata, h.number, decoded.error().message()));
     }
     h.timestamp = decoded->timestamp;
 
@@ -267,17 +267,19 @@ Outcome<void> ChainDb::Impl::check_stores_join() {
             break;
         }
     }
-    if (!it->status().ok()) return make_error(fmt::format("LevelDB scan in {}: {}", chaindata, it->status().ToString()));
+    if (!it->status().ok())
+        return make_error(fmt::format("LevelDB scan in {}: {}", chaindata, it->status().ToString()));
     kv_low = lowest;
     if (ancient_items > head->number + 1) {
-        return make_error(fmt::format(
-            "{}: ancient store holds blocks [0, {}) beyond the LevelDB head {}; the stores disagree", chaindata,
-            ancient_items, head->number));
+        return make_error(
+            fmt::format("{}: ancient store holds blocks [0, {}) beyond the LevelDB head {}; the stores disagree",
+                        chaindata, ancient_items, head->number));
     }
     if (lowest > ancient_items && lowest <= head->number + 1 && ancient_items <= head->number) {
-        return make_error(fmt::format(
-            "{}: gap between the ancient store, blocks [0, {}), and LevelDB, blocks [{}, {}]: blocks {}..{} are missing",
-            chaindata, ancient_items, lowest, head->number, ancient_items, lowest - 1));
+        return make_error(
+            fmt::format("{}: gap between the ancient store, blocks [0, {}), and LevelDB, blocks [{}, {}]: blocks "
+                        "{}..{} are missing",
+                        chaindata, ancient_items, lowest, head->number, ancient_items, lowest - 1));
     }
     return {};
 }
@@ -291,10 +293,9 @@ Outcome<void> ChainDb::set_config(const ChainConfig& config) {
         const ChainConfig& have = *impl_->config;
         if (have.name != config.name || have.network_id != config.network_id ||
             have.genesis_hash != config.genesis_hash) {
-            return make_error(fmt::format(
-                "datadir {} holds network {} (id {}, genesis {}), not {} (id {}, genesis {})", impl_->datadir,
-                have.name, have.network_id, to_hex0x(have.genesis_hash), config.name, config.network_id,
-                to_hex0x(config.genesis_hash)));
+            return make_error(fmt::format("datadir {} holds network {} (id {}, genesis {}), not {} (id {}, genesis {})",
+                                          impl_->datadir, have.name, have.network_id, to_hex0x(have.genesis_hash),
+                                          config.name, config.network_id, to_hex0x(config.genesis_hash)));
         }
         return {};
     }
@@ -380,8 +381,8 @@ Outcome<void> ChainDb::Impl::walk_kv(uint64_t hi, uint64_t lo, ItemBuffer& out) 
         if (n == lo) break;
         auto peek = peek_header(rlp);
         if (!peek) {
-            return make_error(fmt::format("LevelDB in {}: header {} is corrupt: {}", chaindata, n,
-                                          peek.error().message()));
+            return make_error(
+                fmt::format("LevelDB in {}: header {} is corrupt: {}", chaindata, n, peek.error().message()));
         }
         hash = peek->parent_hash;
     }
@@ -443,8 +444,8 @@ Outcome<std::optional<uint64_t>> ChainDb::number_by_hash(const Hash32& hash) con
     if (!v) return v.error();
     if (!*v) return std::optional<uint64_t>{};
     if ((*v)->size() != 8) {
-        return make_error(fmt::format("LevelDB in {}: number entry of {} is not 8 bytes", impl_->chaindata,
-                                      to_hex0x(hash)));
+        return make_error(
+            fmt::format("LevelDB in {}: number entry of {} is not 8 bytes", impl_->chaindata, to_hex0x(hash)));
     }
     return std::optional<uint64_t>{load_be64(reinterpret_cast<const uint8_t*>((*v)->data()))};
 }
@@ -476,13 +477,13 @@ Outcome<bool> ChainDb::header_by_hash(const Hash32& hash, Bytes& out) const {
         ItemBuffer buf;
         auto r = impl_->freezer->read_headers(n, 1, std::numeric_limits<uint64_t>::max(), buf);
         if (!r) return r.error();
-        append(out, buf.item(0));
+        headerd::append(out, buf.item(0));
         return true;
     }
     auto v = impl_->get(slice(schema::header_key(n, hash)));
     if (!v) return v.error();
     if (!*v) return false;
-    append(out, view(**v));
+    headerd::append(out, view(**v));
     return true;
 }
 
@@ -506,8 +507,9 @@ Outcome<uint64_t> ChainDb::freeze(const FreezeOptions& options) {
         for (uint64_t n = from; n < to; ++n) {
             auto h = impl_->kv_canonical_hash(n);
             if (!h) return h.error();
-            if (!*h) return make_error(fmt::format("freeze: LevelDB in {} has no canonical hash for block {}",
-                                                   impl_->chaindata, n));
+            if (!*h)
+                return make_error(
+                    fmt::format("freeze: LevelDB in {} has no canonical hash for block {}", impl_->chaindata, n));
             auto v = impl_->get(slice(schema::header_key(n, **h)));
             if (!v) return v.error();
             if (!*v) return make_error(fmt::format("freeze: LevelDB in {} is missing header {}", impl_->chaindata, n));

@@ -77,7 +77,7 @@ struct FreezeOptions {
 };
 
 class ChainDb {
-public:
+  public:
     // Opens DATADIR/chaindata (LevelDB) and DATADIR/chaindata/ancient/chain (freezer), repairs the
     // freezer, and checks the two stores join without a gap.
     static Outcome<std::unique_ptr<ChainDb>> open(const std::string& datadir, const ChainDbOptions& options = {});
@@ -119,7 +119,7 @@ public:
 
     StoreStats stats() const;
 
-private:
+  private:
     struct Impl;
     explicit ChainDb(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;

@@ -27,7 +27,7 @@ std::string u256_str(const U256& v) { return v.str(); }
 
 // Checks headers one after the other against the network and the stored chain.
 class Checker {
-public:
+  public:
     Checker(const ChainDb& db, const ChainConfig& config, std::string path)
         : db_(db), config_(config), path_(std::move(path)), head_(db.head()) {
         if (head_) {
@@ -42,7 +42,8 @@ public:
                       std::vector<NewHeader>& out) {
         auto header = decode_block_header(rlp);
         if (!header) {
-            return make_error(fmt::format("{}: {}: not a valid block header: {}", path_, where, header.error().message()));
+            return make_error(
+                fmt::format("{}: {}: not a valid block header: {}", path_, where, header.error().message()));
         }
         const uint64_t n = header->number;
         const Hash32 hash = header_hash(rlp);
@@ -55,9 +56,9 @@ public:
                 return {};
             }
             return make_error(fmt::format(
-                "{}: block {}: hash {} conflicts with the stored block {} (head is {}); import does not replace "
-                "stored headers",
-                path_, n, to_hex0x(hash), *stored ? to_hex0x(**stored) : std::string("(none)"), head_->number));
+                "{}: block {}: hash {} conflicts with the stored block {} hash {} (head is {}); import does not "
+                "replace stored headers",
+                path_, n, to_hex0x(hash), n, *stored ? to_hex0x(**stored) : std::string("(none)"), head_->number));
         }
         if (n != next_) {
             if (!head_ && staged_ == 0) {
@@ -96,7 +97,7 @@ public:
 
     uint64_t skipped() const { return skipped_; }
 
-private:
+  private:
     const ChainDb& db_;
     const ChainConfig& config_;
     std::string path_;
@@ -298,8 +299,8 @@ Outcome<VerifySummary> verify_chain(const ChainDb& db, const ProgressFn& progres
                                               header.error().message()));
             }
             if (header->number != number) {
-                return make_error(fmt::format("verify: block {} ({}): header says number {}", number, store,
-                                              header->number));
+                return make_error(
+                    fmt::format("verify: block {} ({}): header says number {}", number, store, header->number));
             }
             const Hash32 hash = header_hash(rlp);
             if (number == 0 && hash != config->genesis_hash) {
@@ -313,9 +314,9 @@ Outcome<VerifySummary> verify_chain(const ChainDb& db, const ProgressFn& progres
             auto canonical = db.canonical_hash(number);
             if (!canonical) return canonical.error();
             if (!*canonical || **canonical != hash) {
-                return make_error(fmt::format("verify: block {} ({}): canonical hash entry {} but the header hashes to {}",
-                                              number, store, *canonical ? to_hex0x(**canonical) : "missing",
-                                              to_hex0x(hash)));
+                return make_error(
+                    fmt::format("verify: block {} ({}): canonical hash entry {} but the header hashes to {}", number,
+                                store, *canonical ? to_hex0x(**canonical) : "missing", to_hex0x(hash)));
             }
             auto indexed = db.number_by_hash(hash);
             if (!indexed) return indexed.error();

@@ -10,7 +10,7 @@ namespace headerd::db {
 
 // A read-only memory map of a whole file (imports read archives of hundreds of MB without copying).
 class MappedFile {
-public:
+  public:
     static Outcome<MappedFile> open(const std::string& path);
     MappedFile(MappedFile&& other) noexcept;
     MappedFile& operator=(MappedFile&& other) noexcept;
@@ -21,7 +21,7 @@ public:
     ByteView bytes() const noexcept { return {data_, size_}; }
     const std::string& path() const noexcept { return path_; }
 
-private:
+  private:
     MappedFile() = default;
     std::string path_;
     const uint8_t* data_{nullptr};

@@ -11,14 +11,14 @@
 
 namespace headerd::db::schema {
 
-inline constexpr uint8_t kHeaderPrefix = 'h';      // "h" + be64(num) + hash -> header RLP
-inline constexpr uint8_t kCanonicalSuffix = 'n';   // "h" + be64(num) + "n"  -> canonical hash
+inline constexpr uint8_t kHeaderPrefix = 'h';        // "h" + be64(num) + hash -> header RLP
+inline constexpr uint8_t kCanonicalSuffix = 'n';     // "h" + be64(num) + "n"  -> canonical hash
 inline constexpr uint8_t kHeaderNumberPrefix = 'H';  // "H" + hash -> be64(num)
 inline constexpr std::string_view kLastHeaderKey = "LastHeader";
 
 // headerd's own metadata; the prefix keeps it apart from every geth key.
-inline constexpr std::string_view kConfigKey = "headerd-chain-config";    // ChainConfig RLP
-inline constexpr std::string_view kHeadTdKey = "headerd-head-td";         // RLP integer
+inline constexpr std::string_view kConfigKey = "headerd-chain-config";     // ChainConfig RLP
+inline constexpr std::string_view kHeadTdKey = "headerd-head-td";          // RLP integer
 inline constexpr std::string_view kVersionKey = "headerd-schema-version";  // RLP integer
 inline constexpr uint64_t kSchemaVersion = 1;
 

@@ -66,7 +66,8 @@ Outcome<Args> parse_args(const CommandSpec& spec, int argc, char** argv) {
             if (o.name == name) opt = &o;
         }
         if (opt == nullptr) {
-            return make_error(fmt::format("{}: unknown option --{} (see headerd {} --help)", spec.name, name, spec.name));
+            return make_error(
+                fmt::format("{}: unknown option --{} (see headerd {} --help)", spec.name, name, spec.name));
         }
         if (opt->value_name.empty()) {
             if (inline_value) return make_error(fmt::format("{}: --{} takes no value", spec.name, name));
@@ -74,21 +75,23 @@ Outcome<Args> parse_args(const CommandSpec& spec, int argc, char** argv) {
         } else if (inline_value) {
             args.values_[name] = *inline_value;
         } else {
-            if (i + 1 >= argc) return make_error(fmt::format("{}: --{} needs a value ({})", spec.name, name, opt->value_name));
+            if (i + 1 >= argc)
+                return make_error(fmt::format("{}: --{} needs a value ({})", spec.name, name, opt->value_name));
             args.values_[name] = argv[++i];
         }
     }
     for (const auto& o : spec.options) {
         if (o.required && !args.has(o.name)) {
-            return make_error(fmt::format("{}: --{} is required (see headerd {} --help)", spec.name, o.name, spec.name));
+            return make_error(
+                fmt::format("{}: --{} is required (see headerd {} --help)", spec.name, o.name, spec.name));
         }
     }
     return args;
 }
 
 std::string help_text(const CommandSpec& spec) {
-    std::string out = fmt::format("headerd {} - {}\n\nUsage: headerd {} {}\n", spec.name, spec.summary, spec.name,
-                                  spec.usage);
+    std::string out =
+        fmt::format("headerd {} - {}\n\nUsage: headerd {} {}\n", spec.name, spec.summary, spec.name, spec.usage);
     if (!spec.positional_help.empty()) out += fmt::format("\n{}\n", spec.positional_help);
     out += "\nOptions:\n";
     for (const auto& o : spec.options) {

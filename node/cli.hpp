@@ -14,8 +14,8 @@
 namespace headerd::node {
 
 struct OptionSpec {
-    std::string name;         // without the leading "--"
-    std::string value_name;   // empty for a flag
+    std::string name;        // without the leading "--"
+    std::string value_name;  // empty for a flag
     std::string help;
     std::string default_value;  // shown in --help; empty for none
     bool required{false};
@@ -31,7 +31,7 @@ struct CommandSpec {
 };
 
 class Args {
-public:
+  public:
     bool has(const std::string& name) const;
     std::optional<std::string> get(const std::string& name) const;
     std::string get_or(const std::string& name, const std::string& fallback) const;
@@ -40,7 +40,7 @@ public:
     const std::vector<std::string>& positional() const { return positional_; }
     bool help() const { return help_; }
 
-private:
+  private:
     friend Outcome<Args> parse_args(const CommandSpec& spec, int argc, char** argv);
     std::map<std::string, std::string> values_;
     std::vector<std::string> positional_;

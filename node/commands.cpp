@@ -5,9 +5,9 @@
 #include <iostream>
 #include <vector>
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <boost/json.hpp>
 
 #include "core/forkid.hpp"
 #include "core/hex.hpp"
@@ -81,7 +81,9 @@ int cmd_generate(int argc, char** argv) {
                            {datadir_option(),
                             {"count", "N", "number of headers, blocks 0..N-1", "", true},
                             {"seed", "S", "seed of the deterministic generator", "1", false},
-                            verbosity_option()}};
+                            verbosity_option()},
+                           false,
+                           ""};
     int code = 0;
     auto args = start(spec, argc, argv, &code);
     if (!args) return code;
@@ -154,9 +156,10 @@ int cmd_import(int argc, char** argv) {
     }
     const std::string network = args->get_or("network", "mainnet");
     if (network != "mainnet") {
-        return fail(fmt::format("--network {}: unknown network (import supports mainnet; use generate for a "
-                                "synthetic chain)",
-                                network));
+        return fail(
+            fmt::format("--network {}: unknown network (import supports mainnet; use generate for a "
+                        "synthetic chain)",
+                        network));
     }
     const std::string datadir = *args->get("datadir");
     std::error_code ec;
@@ -197,7 +200,9 @@ int cmd_export(int argc, char** argv) {
                             {"from", "A", "first block number", "", true},
                             {"count", "N", "number of headers", "", true},
                             {"out", "FILE", "output file (written whole or not at all)", "", true},
-                            verbosity_option()}};
+                            verbosity_option()},
+                           false,
+                           ""};
     int code = 0;
     auto args = start(spec, argc, argv, &code);
     if (!args) return code;
@@ -219,7 +224,9 @@ int cmd_inspect(int argc, char** argv) {
     const CommandSpec spec{"inspect",
                            "show heads, counts, sizes, genesis and fork id of a datadir",
                            "--datadir DIR [--json]",
-                           {datadir_option(), {"json", "", "print one JSON object", "", false}, verbosity_option()}};
+                           {datadir_option(), {"json", "", "print one JSON object", "", false}, verbosity_option()},
+                           false,
+                           ""};
     int code = 0;
     auto args = start(spec, argc, argv, &code);
     if (!args) return code;
@@ -272,10 +279,10 @@ int cmd_inspect(int argc, char** argv) {
 }
 
 int cmd_verify(int argc, char** argv) {
-    const CommandSpec spec{"verify",
-                           "recheck every stored header: hashes, links, numbers, canonical and hash indexes",
-                           "--datadir DIR",
-                           {datadir_option(), verbosity_option()}};
+    const CommandSpec spec{
+        "verify",        "recheck every stored header: hashes, links, numbers, canonical and hash indexes",
+        "--datadir DIR", {datadir_option(), verbosity_option()},
+        false,           ""};
     int code = 0;
     auto args = start(spec, argc, argv, &code);
     if (!args) return code;
@@ -285,18 +292,19 @@ int cmd_verify(int argc, char** argv) {
     auto r = db::verify_chain(**chain, progress_fn(progress));
     if (!r) return fail(r.error().message);
     progress.finish(r->headers);
-    spdlog::info("Chain verified                           headers={} ancient={} head={}", r->headers,
-                 r->ancient_items, (*chain)->head()->number);
+    spdlog::info("Chain verified                           headers={} ancient={} head={}", r->headers, r->ancient_items,
+                 (*chain)->head()->number);
     return kExitOk;
 }
 
 int cmd_freeze(int argc, char** argv) {
-    const CommandSpec spec{"freeze",
-                           "move headers older than head-keep from LevelDB into the ancient store",
-                           "--datadir DIR [--keep N]",
-                           {datadir_option(),
-                            {"keep", "N", "most recent headers to keep in LevelDB", "90000", false},
-                            verbosity_option()}};
+    const CommandSpec spec{
+        "freeze",
+        "move headers older than head-keep from LevelDB into the ancient store",
+        "--datadir DIR [--keep N]",
+        {datadir_option(), {"keep", "N", "most recent headers to keep in LevelDB", "90000", false}, verbosity_option()},
+        false,
+        ""};
     int code = 0;
     auto args = start(spec, argc, argv, &code);
     if (!args) return code;

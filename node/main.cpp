@@ -25,8 +25,9 @@ constexpr Command kCommands[] = {
 };
 
 void usage(std::FILE* out) {
-    std::fprintf(out, "headerd - an Ethereum peer that serves block headers\n\nUsage: headerd COMMAND [OPTIONS]\n\n"
-                      "Commands:\n");
+    std::fprintf(out,
+                 "headerd - an Ethereum peer that serves block headers\n\nUsage: headerd COMMAND [OPTIONS]\n\n"
+                 "Commands:\n");
     for (const auto& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
     std::fprintf(out, "\nRun 'headerd COMMAND --help' for the options of a command.\n");
 }

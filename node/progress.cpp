@@ -29,7 +29,7 @@ Progress::Progress(std::string what)
 void Progress::update(uint64_t done, uint64_t total) {
     const auto now = std::chrono::steady_clock::now();
     const auto since = now - last_;
-    if (since < (tty_ ? std::chrono::milliseconds(200) : std::chrono::milliseconds(10'000)) && done < total) return;
+    if (tty_ ? (since < std::chrono::milliseconds(200) && done < total) : since < std::chrono::seconds(10)) return;
     last_ = now;
     const double elapsed = std::chrono::duration<double>(now - start_).count();
     const double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0;

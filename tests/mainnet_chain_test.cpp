@@ -53,13 +53,12 @@ const Reference& ref() {
 }
 
 class MainnetChain : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         ASSERT_EQ(ref().headers.size(), kCount);
         ASSERT_EQ(ref().hashes.size(), kCount);
-        dir_ = fs::temp_directory_path() /
-               ("headerd-it-" + std::to_string(::getpid()) + "-" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        dir_ = fs::temp_directory_path() / ("headerd-it-" + std::to_string(::getpid()) + "-" +
+                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
         fs::remove_all(dir_);
         db::ChainDbOptions opts;
         opts.create_if_missing = true;
@@ -170,7 +169,7 @@ TEST_F(MainnetChain, RangesAcrossTheBoundaryInBothOrders) {
     opts.keep = 1000;
     ASSERT_TRUE(db_->freeze(opts));
     const auto& d = *db_;
-    expect_range(d, 7100, 192, db::Order::kAscending, seq(7100, 192));        // crosses 7192
+    expect_range(d, 7100, 192, db::Order::kAscending, seq(7100, 192));         // crosses 7192
     expect_range(d, 7300, 192, db::Order::kDescending, seq(7300, 192, true));  // crosses 7192
     expect_range(d, 0, 192, db::Order::kAscending, seq(0, 192));               // ancient only
     expect_range(d, 8000, 192, db::Order::kAscending, seq(8000, 192));         // LevelDB only
@@ -187,7 +186,8 @@ TEST_F(MainnetChain, RangesAcrossTheBoundaryInBothOrders) {
     expect_range(d, 7300, 192, db::Order::kDescending, {7300}, 10);
     const size_t two = ref().headers[7190].size() + ref().headers[7191].size();
     expect_range(d, 7190, 192, db::Order::kAscending, {7190, 7191}, two);
-    expect_range(d, 7193, 192, db::Order::kDescending, {7193, 7192}, ref().headers[7193].size() + ref().headers[7192].size());
+    expect_range(d, 7193, 192, db::Order::kDescending, {7193, 7192},
+                 ref().headers[7193].size() + ref().headers[7192].size());
 }
 
 // Stop freezing after each step of each batch, as if the process died there, then reopen: the
@@ -239,20 +239,6 @@ TEST_F(MainnetChain, AnotherNetworkIsRefused) {
     auto r = db_->set_config(other);
     ASSERT_FALSE(r);
     EXPECT_NE(r.error().message.find("holds network mainnet"), std::string::npos) << r.error().message;
-}
-
-TEST(ReverseItems, ReversesOrderAndKeepsBytes) {
-    ItemBuffer b;
-    b.push(as_bytes("a"));
-    b.push(as_bytes("bcd"));
-    b.push(as_bytes("ef"));
-    b.push(as_bytes("ghij"));
-    db::reverse_items(b, 1);
-    ASSERT_EQ(b.size(), 4u);
-    EXPECT_EQ(as_chars(b.item(0)), "a");
-    EXPECT_EQ(as_chars(b.item(1)), "ghij");
-    EXPECT_EQ(as_chars(b.item(2)), "ef");
-    EXPECT_EQ(as_chars(b.item(3)), "bcd");
 }
 
 }  // namespace

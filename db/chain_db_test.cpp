@@ -1,0 +1,183 @@
+#include "db/chain_db.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "core/block_header.hpp"
+#include "core/rlp.hpp"
+
+namespace headerd::db {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr size_t kHeaders = 300;
+
+// The first kHeaders real mainnet headers with their hashes and total difficulties.
+struct Chain {
+    Bytes file;
+    std::vector<NewHeader> headers;
+
+    Chain() {
+        std::ifstream in(std::string(HEADERD_TEST_DATA_DIR) + "/mainnet-headers-0-8191.rlp", std::ios::binary);
+        file.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        ByteView rest{file};
+        U256 td = 0;
+        for (size_t i = 0; i < kHeaders; ++i) {
+            const ByteView rlp = *rlp::next_item(rest);
+            const BlockHeader h = *decode_block_header(rlp);
+            td += h.difficulty;
+            headers.push_back(NewHeader{rlp, header_hash(rlp), h.number, td, h.timestamp});
+        }
+    }
+};
+
+const Chain& chain() {
+    static const Chain c;
+    return c;
+}
+
+class ChainDbTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        dir_ = fs::temp_directory_path() / ("headerd-db-" + std::to_string(::getpid()) + "-" +
+                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::remove_all(dir_);
+        open(true);
+    }
+    void TearDown() override {
+        db_.reset();
+        fs::remove_all(dir_);
+    }
+    void open(bool create) {
+        db_.reset();
+        ChainDbOptions opts;
+        opts.create_if_missing = create;
+        opts.ancient_max_file_size = 4096;  // a handful of headers per data file: rollover everywhere
+        auto r = ChainDb::open(dir_.string(), opts);
+        ASSERT_TRUE(r) << r.error().message;
+        db_ = std::move(*r);
+    }
+    std::span<const NewHeader> headers(size_t from, size_t n) { return {chain().headers.data() + from, n}; }
+
+    fs::path dir_;
+    std::unique_ptr<ChainDb> db_;
+};
+
+TEST_F(ChainDbTest, EmptyDatabaseHasNoHeadAndReturnsEmptyRanges) {
+    EXPECT_FALSE(db_->head());
+    EXPECT_EQ(db_->config(), nullptr);
+    ItemBuffer out;
+    out.push(as_bytes("stale"));
+    ASSERT_TRUE(db_->header_range(0, 10, Order::kAscending, out));
+    EXPECT_TRUE(out.empty());
+}
+
+TEST_F(ChainDbTest, OpeningAMissingDatadirWithoutCreateNamesIt) {
+    auto r = ChainDb::open((dir_ / "nope").string());
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().message.find((dir_ / "nope").string()), std::string::npos);
+}
+
+TEST_F(ChainDbTest, AppendRejectsHeadersThatDoNotExtendTheHead) {
+    ASSERT_TRUE(db_->append(headers(0, 10)));
+    // Skips block 10.
+    auto gap = db_->append(headers(11, 5));
+    ASSERT_FALSE(gap);
+    EXPECT_NE(gap.error().message.find("block 11: expected block 10"), std::string::npos) << gap.error().message;
+    // Right number, wrong parent.
+    NewHeader forged = chain().headers[10];
+    forged.rlp = chain().headers[12].rlp;
+    auto link = db_->append(std::span<const NewHeader>(&forged, 1));
+    ASSERT_FALSE(link);
+    EXPECT_NE(link.error().message.find("parent hash"), std::string::npos) << link.error().message;
+    // Nothing of the rejected batches was written.
+    EXPECT_EQ(db_->head()->number, 9u);
+    auto h = db_->canonical_hash(10);
+    ASSERT_TRUE(h);
+    EXPECT_FALSE(*h);
+}
+
+TEST_F(ChainDbTest, RangesAcrossFreezerFilesAndTheBoundarySurviveReopen) {
+    ASSERT_TRUE(db_->append(headers(0, kHeaders)));
+    FreezeOptions opts;
+    opts.keep = 50;
+    opts.batch = 64;
+    auto frozen = db_->freeze(opts);
+    ASSERT_TRUE(frozen) << frozen.error().message;
+    EXPECT_EQ(*frozen, kHeaders - 50);
+    open(false);
+    EXPECT_EQ(db_->ancient_items(), kHeaders - 50);
+    EXPECT_EQ(db_->head()->total_difficulty, chain().headers.back().total_difficulty);
+    ItemBuffer out;
+    for (uint64_t from = 0; from < kHeaders; from += 7) {
+        for (Order order : {Order::kAscending, Order::kDescending}) {
+            ASSERT_TRUE(db_->header_range(from, 40, order, out));
+            const uint64_t n =
+                order == Order::kAscending ? std::min<uint64_t>(40, kHeaders - from) : std::min<uint64_t>(40, from + 1);
+            ASSERT_EQ(out.size(), n) << from;
+            for (size_t i = 0; i < n; ++i) {
+                const uint64_t number = order == Order::kAscending ? from + i : from - i;
+                ASSERT_TRUE(std::ranges::equal(out.item(i), chain().headers[number].rlp)) << number;
+            }
+        }
+    }
+}
+
+TEST_F(ChainDbTest, KeepZeroFreezesTheHeadToo) {
+    ASSERT_TRUE(db_->append(headers(0, 100)));
+    FreezeOptions opts;
+    opts.keep = 0;
+    ASSERT_TRUE(db_->freeze(opts));
+    EXPECT_EQ(db_->ancient_items(), 100u);
+    EXPECT_EQ(db_->stats().kv_headers, 0u);
+    open(false);
+    EXPECT_EQ(db_->head()->number, 99u);
+    // The chain keeps growing on top of a fully frozen store.
+    ASSERT_TRUE(db_->append(headers(100, 10)));
+    ItemBuffer out;
+    ASSERT_TRUE(db_->header_range(95, 10, Order::kAscending, out));
+    ASSERT_EQ(out.size(), 10u);
+    EXPECT_TRUE(std::ranges::equal(out.item(9), chain().headers[104].rlp));
+}
+
+TEST_F(ChainDbTest, DuplicatesLeftByAnInterruptedFreezeAreRemovedByTheNextOne) {
+    ASSERT_TRUE(db_->append(headers(0, kHeaders)));
+    FreezeOptions stop;
+    stop.keep = 100;
+    stop.on_step = [](FreezeStep step, uint64_t) { return step != FreezeStep::kSynced; };
+    ASSERT_TRUE(db_->freeze(stop));
+    open(false);
+    EXPECT_EQ(db_->ancient_items(), kHeaders - 100);
+    // The LevelDB copies are still there: kv_headers counts only what the freezer lacks.
+    EXPECT_EQ(db_->stats().kv_headers, 100u);
+    FreezeOptions opts;
+    opts.keep = 50;
+    ASSERT_TRUE(db_->freeze(opts));
+    EXPECT_EQ(db_->stats().kv_headers, 50u);
+    open(false);
+    ItemBuffer out;
+    ASSERT_TRUE(db_->header_range(0, kHeaders, Order::kAscending, out));
+    ASSERT_EQ(out.size(), kHeaders);
+}
+
+TEST(ReverseItems, ReversesOrderFromTheGivenItemAndKeepsBytes) {
+    ItemBuffer b;
+    for (const char* s : {"a", "bcd", "ef", "ghij"}) b.push(as_bytes(s));
+    reverse_items(b, 1);
+    ASSERT_EQ(b.size(), 4u);
+    EXPECT_EQ(as_chars(b.item(0)), "a");
+    EXPECT_EQ(as_chars(b.item(1)), "ghij");
+    EXPECT_EQ(as_chars(b.item(2)), "ef");
+    EXPECT_EQ(as_chars(b.item(3)), "bcd");
+    reverse_items(b, 0);
+    EXPECT_EQ(as_chars(b.item(0)), "bcd");
+    EXPECT_EQ(as_chars(b.item(3)), "a");
+    EXPECT_EQ(as_chars(ByteView{b.bytes}), "bcdefghija");
+}
+
+}  // namespace
+}  // namespace headerd::db
