@@ -195,7 +195,6 @@ size_t encoded_length(const BlockHeader& h) noexcept { return rlp::length_of_lis
 
 void encode(Bytes& out, const BlockHeader& h) {
     const size_t payload = payload_length(h);
-    out.reserve(out.size() + rlp::length_of_list(payload));
     rlp::encode_header(out, {true, payload});
     rlp::encode(out, h.parent_hash);
     rlp::encode(out, h.ommers_hash);

@@ -110,16 +110,14 @@ int cmd_generate(int argc, char** argv) {
     ItemBuffer rlps;
     std::vector<synthetic::Generator::Produced> produced;
     std::vector<db::NewHeader> batch;
-    Bytes scratch;
     Progress progress("Generating headers");
     uint64_t done = 0;
     while (!gen.done()) {
         rlps.clear();
         produced.clear();
         while (!gen.done() && produced.size() < kBatch) {
-            scratch.clear();
-            produced.push_back(gen.next(scratch));
-            rlps.push(scratch);
+            produced.push_back(gen.next(rlps.bytes));  // appends the header RLP
+            rlps.ends.push_back(rlps.bytes.size());
         }
         batch.clear();
         for (size_t i = 0; i < produced.size(); ++i) {

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-    build-essential cmake ninja-build pkg-config clang-format
+    build-essential cmake ninja-build pkg-config clang-format clang libclang-rt-14-dev
     libboost1.81-dev libleveldb-dev libsnappy-dev libspdlog-dev libfmt-dev
     libsecp256k1-dev libssl-dev libcrypto++-dev prometheus-cpp-dev libtomlplusplus-dev
     libgtest-dev libgmock-dev libbenchmark-dev

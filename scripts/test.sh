@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # README command 2: install what is missing, build, and run every test (unit, integration,
-# benchmark smoke runs, clang-format check). Exits non-zero on any failure.
+# benchmark smoke runs, a short fuzzing run, clang-format check). Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 ./scripts/build.sh
 ./scripts/check_format.sh
 ctest --test-dir "${HEADERD_BUILD_DIR:-build}" --output-on-failure --parallel "$(nproc)" --timeout 900
+HEADERD_FUZZ_SECONDS=${HEADERD_FUZZ_SECONDS:-30} ./scripts/fuzz.sh
