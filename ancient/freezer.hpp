@@ -1,0 +1,73 @@
+#pragma once
+
+// The chain freezer as headerd keeps it: go-ethereum's "headers" table (snappy per item) and
+// "hashes" table (raw 32-byte hashes), item n of each being block n. Format: docs/ancient_format.md.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ancient/file_system.hpp"
+#include "ancient/table.hpp"
+#include "core/bytes.hpp"
+#include "core/item_buffer.hpp"
+#include "core/result.hpp"
+
+namespace headerd::ancient {
+
+inline constexpr const char* kHeadersTable = "headers";
+inline constexpr const char* kHashesTable = "hashes";
+
+// Thread-safety and durability as for Table (table.hpp): writers need exclusive access; the const
+// readers taking a ReadScratch may run concurrently with each other. Nothing appended is durable
+// until sync() returns; a caller that deletes the same data elsewhere (db/ freezing headers out of
+// LevelDB) must do so only after sync() succeeds.
+class Freezer {
+  public:
+    struct Options {
+        uint64_t max_file_size{kDefaultMaxFileSize};
+        bool read_only{false};
+    };
+
+    // `dir` is the freezer directory itself (DATADIR/chaindata/ancient/chain). Opens or creates both
+    // tables; a writable open then truncates the longer table to the shorter one, a read-only open
+    // reports tables of different lengths as an error.
+    static Outcome<std::unique_ptr<Freezer>> open(FileSystem& fs, std::string dir, Options opts);
+
+    uint64_t items() const noexcept;  // next block number
+    uint64_t tail() const noexcept;   // first retrievable block number
+
+    // Appends blocks first_number .. first_number+n-1. On failure neither table grows.
+    // REQUIRES: first_number == items(), header_rlps.size() == hashes.size().
+    Outcome<void> append(uint64_t first_number, std::span<const ByteView> header_rlps, std::span<const Hash32> hashes);
+    // Headers table, then hashes table; each in the order Table::sync documents.
+    Outcome<void> sync();
+    // Drops blocks [items, items()) from both tables. Durable when it returns.
+    Outcome<void> truncate_head(uint64_t items);
+
+    // Header RLP of blocks [start, start+count), as Table::read_range.
+    Outcome<void> read_headers(uint64_t start, uint64_t count, uint64_t max_bytes, ItemBuffer& out);
+    Outcome<void> read_headers(uint64_t start, uint64_t count, uint64_t max_bytes, ItemBuffer& out,
+                               ReadScratch& scratch) const;
+    Outcome<Hash32> read_hash(uint64_t number);
+    Outcome<Hash32> read_hash(uint64_t number, ReadScratch& scratch) const;
+
+    uint64_t bytes_on_disk() const;  // both tables, for inspect
+    const Table& headers() const noexcept { return *headers_; }
+    const Table& hashes() const noexcept { return *hashes_; }
+    // What opening repaired, one line each (the tables' repairs, then the freezer's own).
+    std::vector<std::string> repairs() const;
+
+  private:
+    Freezer(std::unique_ptr<Table> headers, std::unique_ptr<Table> hashes);
+
+    std::unique_ptr<Table> headers_;
+    std::unique_ptr<Table> hashes_;
+    std::vector<std::string> repairs_;
+    std::vector<ByteView> hash_views_;  // reused by append
+    ReadScratch scratch_;
+};
+
+}  // namespace headerd::ancient

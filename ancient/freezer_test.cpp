@@ -1,0 +1,246 @@
+#include "ancient/freezer.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "ancient/test_util.hpp"
+#include "core/keccak.hpp"
+
+namespace headerd::ancient {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using testing::mainnet_hashes;
+using testing::mainnet_headers;
+using testing::TempDir;
+using ::testing::UnorderedElementsAre;
+using testing::views;
+
+PosixFileSystem posix;
+
+std::unique_ptr<Freezer> open_freezer(FileSystem& fs, const std::string& dir, Freezer::Options opts = {}) {
+    auto f = Freezer::open(fs, dir, opts);
+    EXPECT_TRUE(f) << (f ? "" : f.error().message);
+    return f ? std::move(*f) : nullptr;
+}
+
+void append_blocks(Freezer& f, size_t begin, size_t end) {
+    const auto headers = views(mainnet_headers(), begin, end);
+    const std::span<const Hash32> hashes(mainnet_hashes().data() + begin, end - begin);
+    auto r = f.append(begin, headers, hashes);
+    ASSERT_TRUE(r) << r.error().message;
+}
+
+// The freezer holds exactly blocks [0, n) of mainnet.
+void expect_blocks(Freezer& f, uint64_t n) {
+    ASSERT_EQ(f.items(), n);
+    ASSERT_EQ(f.headers().items(), n);
+    ASSERT_EQ(f.hashes().items(), n);
+    if (n == 0) return;
+    ItemBuffer out;
+    auto r = f.read_headers(0, n, kNoByteLimit, out);
+    ASSERT_TRUE(r) << r.error().message;
+    ASSERT_EQ(out.size(), n);
+    for (uint64_t i = 0; i < n; ++i) {
+        ASSERT_TRUE(std::ranges::equal(out.item(i), mainnet_headers()[i])) << i;
+        auto h = f.read_hash(i);
+        ASSERT_TRUE(h) << h.error().message;
+        ASSERT_EQ(*h, mainnet_hashes()[i]) << i;
+    }
+}
+
+uint64_t dir_bytes(const std::string& dir) {
+    uint64_t total = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) total += e.file_size();
+    return total;
+}
+
+TEST(Freezer, TestDataHashesAreKeccakOfTheHeaders) {
+    for (size_t i : {0u, 1u, 2u, 4095u, 8191u}) EXPECT_EQ(keccak256(mainnet_headers()[i]), mainnet_hashes()[i]);
+}
+
+TEST(Freezer, AppendSyncReopenReadBack) {
+    TempDir dir;
+    {
+        auto f = open_freezer(posix, dir.path());
+        EXPECT_EQ(f->items(), 0u);
+        for (size_t i = 0; i < 8192; i += 2048) append_blocks(*f, i, i + 2048);
+        ASSERT_TRUE(f->sync());
+        expect_blocks(*f, 8192);
+        EXPECT_EQ(f->bytes_on_disk(), dir_bytes(dir.path()));
+    }
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(dir.path())) names.push_back(e.path().filename());
+    EXPECT_THAT(names, UnorderedElementsAre("headers.cidx", "headers.0000.cdat", "headers.meta", "hashes.ridx",
+                                            "hashes.0000.rdat", "hashes.meta"));
+    EXPECT_EQ(std::filesystem::file_size(dir / "hashes.0000.rdat"), 8192u * 32);
+
+    auto f = open_freezer(posix, dir.path(), {kDefaultMaxFileSize, true});
+    EXPECT_THAT(f->repairs(), IsEmpty());
+    EXPECT_EQ(f->tail(), 0u);
+    expect_blocks(*f, 8192);
+    ReadScratch scratch;
+    ItemBuffer out;
+    ASSERT_TRUE(f->read_headers(1000, 5, kNoByteLimit, out, scratch));
+    EXPECT_TRUE(std::ranges::equal(out.item(4), mainnet_headers()[1004]));
+    EXPECT_EQ(f->read_hash(8191, scratch).value(), mainnet_hashes()[8191]);
+    auto past = f->read_hash(8192);
+    ASSERT_FALSE(past);
+    EXPECT_THAT(past.error().message, HasSubstr("ancient table hashes"));
+    EXPECT_THAT(past.error().message, HasSubstr("[8192, 8193)"));
+}
+
+TEST(Freezer, AppendPreconditions) {
+    TempDir dir;
+    auto f = open_freezer(posix, dir.path());
+    append_blocks(*f, 0, 10);
+    const auto headers = views(mainnet_headers(), 11, 13);
+    const std::span<const Hash32> hashes(mainnet_hashes().data() + 11, 2);
+    auto gap = f->append(11, headers, hashes);
+    ASSERT_FALSE(gap);
+    EXPECT_THAT(gap.error().message, HasSubstr("append of block 11 but the next is 10"));
+    auto uneven = f->append(10, headers, hashes.first(1));
+    ASSERT_FALSE(uneven);
+    EXPECT_THAT(uneven.error().message, HasSubstr("2 headers with 1 hashes"));
+    EXPECT_TRUE(f->append(10, {}, {}));
+    expect_blocks(*f, 10);
+}
+
+TEST(Freezer, RollsOverBothTables) {
+    TempDir dir;
+    {
+        auto f = open_freezer(posix, dir.path(), {5000, false});
+        append_blocks(*f, 0, 500);
+        ASSERT_TRUE(f->sync());
+    }
+    EXPECT_TRUE(std::filesystem::exists(dir / "headers.0010.cdat"));
+    EXPECT_TRUE(std::filesystem::exists(dir / "hashes.0003.rdat"));  // 156 hashes of 32 bytes per file
+    EXPECT_EQ(std::filesystem::file_size(dir / "hashes.0000.rdat"), 156u * 32);
+    auto f = open_freezer(posix, dir.path(), {5000, false});
+    EXPECT_THAT(f->repairs(), IsEmpty());
+    expect_blocks(*f, 500);
+    EXPECT_EQ(f->bytes_on_disk(), dir_bytes(dir.path()));
+}
+
+TEST(Freezer, TruncateHead) {
+    TempDir dir;
+    auto f = open_freezer(posix, dir.path(), {5000, false});
+    append_blocks(*f, 0, 300);
+    ASSERT_TRUE(f->truncate_head(120));
+    expect_blocks(*f, 120);
+    append_blocks(*f, 120, 200);
+    ASSERT_TRUE(f->sync());
+    f.reset();
+    f = open_freezer(posix, dir.path(), {5000, false});
+    expect_blocks(*f, 200);
+}
+
+// The tables are synced one after the other, so a crash can leave either one longer.
+TEST(Freezer, RepairTruncatesTablesToTheShorter) {
+    for (const char* shorter : {kHeadersTable, kHashesTable}) {
+        SCOPED_TRACE(shorter);
+        TempDir dir;
+        {
+            auto f = open_freezer(posix, dir.path(), {5000, false});
+            append_blocks(*f, 0, 100);
+            ASSERT_TRUE(f->sync());
+        }
+        {
+            const bool headers = std::string(shorter) == kHeadersTable;
+            auto t = Table::open(posix, dir.path(), shorter, {headers, 5000, false});
+            ASSERT_TRUE(t);
+            ASSERT_TRUE((*t)->truncate_head(61));
+        }
+        const auto damaged = testing::snapshot_dir(dir.path());
+        auto ro = Freezer::open(posix, dir.path(), {5000, true});
+        ASSERT_FALSE(ro);
+        EXPECT_THAT(ro.error().message, HasSubstr("differ"));
+        EXPECT_EQ(testing::snapshot_dir(dir.path()), damaged);
+
+        auto f = open_freezer(posix, dir.path(), {5000, false});
+        ASSERT_EQ(f->repairs().size(), 1u);
+        EXPECT_THAT(f->repairs()[0], HasSubstr("from 100 to 61"));
+        expect_blocks(*f, 61);
+        append_blocks(*f, 61, 100);
+        ASSERT_TRUE(f->sync());
+        f.reset();
+        f = open_freezer(posix, dir.path(), {5000, false});
+        EXPECT_THAT(f->repairs(), IsEmpty());
+        expect_blocks(*f, 100);
+    }
+}
+
+TEST(Freezer, FailedHashesAppendTakesTheHeadersBackOut) {
+    TempDir dir;
+    FaultInjectingFileSystem fs(posix);
+    auto f = open_freezer(fs, dir.path());
+    append_blocks(*f, 0, 50);
+    // Writes of one append: headers data, headers index, hashes data, hashes index.
+    fs.fail_write(fs.writes() + 3);
+    const auto headers = views(mainnet_headers(), 50, 60);
+    const std::span<const Hash32> hashes(mainnet_hashes().data() + 50, 10);
+    auto r = f->append(50, headers, hashes);
+    ASSERT_FALSE(r);
+    EXPECT_THAT(r.error().message, HasSubstr("hashes.0000.rdat"));
+    expect_blocks(*f, 50);
+    append_blocks(*f, 50, 60);
+    ASSERT_TRUE(f->sync());
+    f.reset();
+    f = open_freezer(posix, dir.path());
+    expect_blocks(*f, 60);
+}
+
+TEST(Freezer, CrashAtEveryStepOfAppendAndSyncKeepsTablesInStep) {
+    auto scenario = [](Freezer& f) -> uint64_t {
+        uint64_t durable = 0;
+        const auto headers = views(mainnet_headers(), 40, 120);
+        const std::span<const Hash32> hashes(mainnet_hashes().data() + 40, 80);
+        if (f.append(40, headers, hashes) && f.sync()) durable = 120;
+        return durable;
+    };
+    auto setup = [](const TempDir& dir) {
+        FaultInjectingFileSystem quick(posix, false);  // nothing crashes here: skip the real fsyncs
+        auto f = open_freezer(quick, dir.path(), {4000, false});
+        append_blocks(*f, 0, 40);
+        ASSERT_TRUE(f->sync());
+    };
+    uint64_t mutations = 0;
+    {
+        TempDir dir;
+        setup(dir);
+        FaultInjectingFileSystem fs(posix, false);
+        auto f = open_freezer(fs, dir.path(), {4000, false});
+        fs.reset_counters();
+        ASSERT_EQ(scenario(*f), 120u);
+        mutations = fs.mutations();
+    }
+    ASSERT_GE(mutations, 20u);
+    for (uint64_t k = 1; k <= mutations + 1; ++k) {
+        for (const testing::PowerCutCase& cut : testing::kPowerCuts) {
+            SCOPED_TRACE("crash at mutation " + std::to_string(k) + ", " + cut.name);
+            TempDir dir;
+            setup(dir);
+            FaultInjectingFileSystem fs(posix, false);
+            uint64_t durable = 40;
+            {
+                auto f = open_freezer(fs, dir.path(), {4000, false});
+                fs.crash_at(fs.mutations() + k);
+                durable = std::max(durable, scenario(*f));
+            }
+            ASSERT_TRUE(fs.drop_unsynced_data(cut.fate));
+            FaultInjectingFileSystem quick(posix, false);
+            auto f = open_freezer(quick, dir.path(), {4000, false});
+            ASSERT_TRUE(f);
+            EXPECT_GE(f->items(), durable);
+            EXPECT_LE(f->items(), 120u);
+            expect_blocks(*f, f->items());
+        }
+    }
+}
+
+}  // namespace
+}  // namespace headerd::ancient

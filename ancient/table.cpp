@@ -1,0 +1,811 @@
+#include "ancient/table.hpp"
+
+#include <snappy.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstdio>
+#include <utility>
+
+#include "core/rlp.hpp"
+
+namespace headerd::ancient {
+namespace {
+
+// Appends are written in chunks of about this size, so a large batch does not hold its whole
+// encoding in memory.
+constexpr size_t kWriteChunk = 4 << 20;
+// Index entries read per call while checking an index at open.
+constexpr uint64_t kScanEntries = 16384;
+// The meta is a few dozen bytes; anything after its RLP list is ignored anyway.
+constexpr uint64_t kMetaReadLimit = 256;
+
+const char* data_extension(bool compressed) { return compressed ? "cdat" : "rdat"; }
+
+// Grows a scratch buffer without ever shrinking it, so warm calls neither allocate nor zero-fill.
+uint8_t* reserve_scratch(Bytes& b, size_t n) {
+    if (b.size() < n) b.resize(n);
+    return b.data();
+}
+
+}  // namespace
+
+// ---- format ------------------------------------------------------------------------------------
+
+Bytes encode_meta(const TableMeta& meta) {
+    const uint64_t version = kMetaVersion;
+    Bytes out;
+    const size_t payload = rlp::length(version) + rlp::length(meta.virtual_tail) + rlp::length(meta.flush_offset);
+    out.reserve(rlp::length_of_list(payload));
+    rlp::encode_header(out, {true, payload});
+    rlp::encode(out, version);
+    rlp::encode(out, meta.virtual_tail);
+    rlp::encode(out, meta.flush_offset);
+    return out;
+}
+
+Outcome<TableMeta> decode_meta(ByteView in) {
+    auto payload = rlp::decode_list(in);
+    if (!payload) return make_error("meta is not an RLP list: " + payload.error().message());
+    ByteView p = *payload;
+    TableMeta meta;
+    auto version = rlp::decode_uint64(p);
+    if (!version) return make_error("meta version: " + version.error().message());
+    meta.version = *version;
+    if (meta.version != kMetaVersion && meta.version != kLegacyMetaVersion) {
+        return make_error("unsupported meta version " + std::to_string(meta.version));
+    }
+    auto tail = rlp::decode_uint64(p);
+    if (!tail) return make_error("meta virtual tail: " + tail.error().message());
+    meta.virtual_tail = *tail;
+    if (meta.version == kMetaVersion) {
+        auto offset = rlp::decode_uint64(p);
+        if (!offset) return make_error("meta flush offset: " + offset.error().message());
+        meta.flush_offset = *offset;
+    }
+    if (!p.empty()) return make_error("meta version " + std::to_string(meta.version) + " has extra fields");
+    return meta;
+}
+
+std::string index_file_name(std::string_view table, bool compressed) {
+    return std::string(table) + (compressed ? ".cidx" : ".ridx");
+}
+
+std::string data_file_name(std::string_view table, uint32_t file, bool compressed) {
+    std::array<char, 16> num{};
+    std::snprintf(num.data(), num.size(), "%04u", file);
+    return std::string(table) + "." + num.data() + "." + data_extension(compressed);
+}
+
+std::string meta_file_name(std::string_view table) { return std::string(table) + ".meta"; }
+
+// ---- table -------------------------------------------------------------------------------------
+
+struct Table::FileSpan {
+    bool any{false};        // the file holds at least one indexed item
+    uint64_t first_pos{0};  // index position of its first item
+    uint64_t last_pos{0};   // and of its last
+    uint32_t last_end{0};   // end offset of its last item: the size the file must have
+};
+
+Table::Table(FileSystem& fs, std::string dir, std::string name, TableOptions opts)
+    : fs_(fs), dir_(std::move(dir)), name_(std::move(name)), opts_(opts) {}
+
+Table::~Table() {
+    if (!opts_.read_only && !failed_ && index_) (void)sync();
+}
+
+Error Table::error(std::string_view what) const {
+    return make_error("ancient table " + name_ + " in " + dir_ + ": " + std::string(what));
+}
+
+Error Table::error_at(const std::string& path, uint64_t offset, std::string_view what) const {
+    return make_error("ancient table " + name_ + ": " + path + " at offset " + std::to_string(offset) + ": " +
+                      std::string(what));
+}
+
+Error Table::fail(Error e) {
+    failed_ = e.message;
+    return e;
+}
+
+File* Table::data_file(uint32_t file) const noexcept {
+    if (file < tail_file_ || file - tail_file_ >= files_.size()) return nullptr;
+    return files_[file - tail_file_].get();
+}
+
+Outcome<std::unique_ptr<Table>> Table::open(FileSystem& fs, std::string dir, std::string name, TableOptions opts) {
+    if (opts.max_file_size == 0 || opts.max_file_size > UINT32_MAX) {
+        return make_error("ancient table " + name + " in " + dir + ": max_file_size " +
+                          std::to_string(opts.max_file_size) + " outside 1..4294967295 (offsets are 32-bit)");
+    }
+    std::unique_ptr<Table> t(new Table(fs, std::move(dir), std::move(name), opts));
+    if (auto r = t->load(); !r) {
+        t->failed_ = r.error().message;  // keeps the destructor from writing to a half-opened table
+        return r.error();
+    }
+    return t;
+}
+
+Outcome<IndexEntry> Table::read_entry(uint64_t position) const {
+    std::array<uint8_t, kIndexEntrySize> buf{};
+    auto n = index_->read_at(position * kIndexEntrySize, buf);
+    if (!n) return n.error();
+    if (*n != buf.size()) return error_at(index_->path(), position * kIndexEntrySize, "index entry cut short");
+    return IndexEntry::decode(buf.data());
+}
+
+Outcome<void> Table::scan_index(uint64_t size, std::vector<FileSpan>& spans, uint64_t& valid_size,
+                                std::string& problem) {
+    spans.clear();
+    valid_size = size;
+    const uint64_t entries = size / kIndexEntrySize;
+    IndexEntry prev{};
+    for (uint64_t pos = 1; pos < entries;) {
+        const uint64_t batch = std::min(kScanEntries, entries - pos);
+        const size_t bytes = static_cast<size_t>(batch * kIndexEntrySize);
+        uint8_t* buf = reserve_scratch(scratch_.index, bytes);
+        auto n = index_->read_at(pos * kIndexEntrySize, {buf, bytes});
+        if (!n) return n.error();
+        if (*n != bytes) return error_at(index_->path(), pos * kIndexEntrySize, "index shorter than its size");
+        for (uint64_t i = 0; i < batch; ++i, ++pos) {
+            const IndexEntry e = IndexEntry::decode(buf + i * kIndexEntrySize);
+            // The rules geth's checkIndex applies: garbage left by a crash (typically zeros) breaks them.
+            if (pos == 1) {
+                if (e.file != tail_file_ && e.file != tail_file_ + 1) {
+                    problem = "entry 1 points at data file " + std::to_string(e.file) + " but the first file is " +
+                              std::to_string(tail_file_);
+                }
+            } else if (e.file != prev.file && e.file != prev.file + 1) {
+                problem = "entry " + std::to_string(pos) + " jumps from data file " + std::to_string(prev.file) +
+                          " to " + std::to_string(e.file);
+            } else if (e.file == prev.file && e.offset < prev.offset) {
+                problem = "entry " + std::to_string(pos) + " offset " + std::to_string(e.offset) +
+                          " goes backwards from " + std::to_string(prev.offset);
+            } else if (e.file != prev.file && e.offset == 0) {
+                problem = "entry " + std::to_string(pos) + " starts data file " + std::to_string(e.file) +
+                          " with an empty item";
+            }
+            if (!problem.empty()) {
+                valid_size = pos * kIndexEntrySize;
+                return {};
+            }
+            const size_t slot = e.file - tail_file_;
+            if (spans.size() <= slot) spans.resize(slot + 1);
+            FileSpan& span = spans[slot];
+            if (!span.any) {
+                span.any = true;
+                span.first_pos = pos;
+            }
+            span.last_pos = pos;
+            span.last_end = e.offset;
+            prev = e;
+        }
+    }
+    return {};
+}
+
+Outcome<uint64_t> Table::first_entry_past(const FileSpan& span, uint64_t file_size) const {
+    // Offsets only grow within a file, so the first item that does not fit is found by bisection.
+    uint64_t lo = span.first_pos;
+    uint64_t hi = span.last_pos + 1;
+    while (lo < hi) {
+        const uint64_t mid = lo + (hi - lo) / 2;
+        auto e = read_entry(mid);
+        if (!e) return e.error();
+        if (e->offset > file_size) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    return lo;
+}
+
+Outcome<void> Table::load() {
+    const bool ro = opts_.read_only;
+    const std::string index_path = path_of(index_file_name(name_, opts_.compressed));
+    const std::string meta_path = path_of(meta_file_name(name_));
+    bool created = false;
+    if (!ro) {
+        if (auto r = fs_.mkdir(dir_); !r) return error("cannot create directory: " + r.error().message);
+    }
+    for (const std::string& path : {index_path, meta_path}) {
+        auto exists = fs_.exists(path);
+        if (!exists) return exists.error();
+        if (!*exists) {
+            if (ro) return error_at(path, 0, "missing (a read-only open does not create tables)");
+            created = true;
+        }
+    }
+    const OpenMode mode = ro ? OpenMode::kRead : OpenMode::kReadWrite;
+    auto index = fs_.open(index_path, mode);
+    if (!index) return index.error();
+    index_ = std::move(*index);
+    auto meta_file = fs_.open(meta_path, mode);
+    if (!meta_file) return meta_file.error();
+    meta_ = std::move(*meta_file);
+
+    // ---- meta
+    std::optional<TableMeta> meta;
+    auto meta_size = meta_->size();
+    if (!meta_size) return meta_size.error();
+    meta_size_ = *meta_size;
+    if (meta_size_ > 0) {
+        Bytes buf(static_cast<size_t>(std::min(meta_size_, kMetaReadLimit)));
+        auto n = meta_->read_at(0, buf);
+        if (!n) return n.error();
+        buf.resize(*n);
+        auto decoded = decode_meta(buf);
+        if (decoded) {
+            meta = *decoded;
+        } else if (ro) {
+            return error_at(meta_path, 0, decoded.error().message);
+        } else {
+            repairs_.push_back(meta_path + ": " + decoded.error().message + "; rebuilt from the index");
+        }
+    }
+    bool rewrite_meta = !ro && (!meta || meta->version != kMetaVersion);
+    if (meta && meta->version == kLegacyMetaVersion && !ro) {
+        repairs_.push_back(meta_path + ": version 1 meta; flush offset taken from the checked index");
+    }
+
+    // ---- index length
+    auto index_size = index_->size();
+    if (!index_size) return index_size.error();
+    uint64_t size = *index_size;
+    if (size % kIndexEntrySize != 0) {
+        const uint64_t whole = size - size % kIndexEntrySize;
+        if (ro) return error_at(index_path, whole, "index size " + std::to_string(size) + " is not a multiple of 6");
+        if (auto r = index_->truncate(whole); !r) return r;
+        repairs_.push_back(index_path + ": dropped " + std::to_string(size - whole) + " bytes of a partial entry");
+        size = whole;
+        index_dirty_ = true;
+    }
+    if (size == 0) {
+        if (ro) return error_at(index_path, 0, "empty index");
+        const std::array<uint8_t, kIndexEntrySize> first{};  // (file 0, nothing deleted)
+        if (auto r = index_->write_at(0, first); !r) return r;
+        size = kIndexEntrySize;
+        index_dirty_ = true;
+    }
+    if (!meta && size > kIndexEntrySize) {
+        repairs_.push_back(meta_path + ": no usable meta; trusting the " + std::to_string(size / kIndexEntrySize - 1) +
+                           " index entries that match the data files");
+    }
+    auto first = read_entry(0);
+    if (!first) return first.error();
+    tail_file_ = first->file;
+    deleted_ = first->offset;
+
+    // ---- flush offset: index entries past it were not synced with their data, so they cannot be trusted
+    if (meta && meta->version == kMetaVersion) {
+        const uint64_t flush =
+            std::max<uint64_t>(meta->flush_offset - meta->flush_offset % kIndexEntrySize, kIndexEntrySize);
+        if (size > flush) {
+            if (ro) {
+                return error_at(index_path, flush,
+                                std::to_string(size - flush) + " index bytes past the flush offset (unsynced appends)");
+            }
+            if (auto r = index_->truncate(flush); !r) return r;
+            repairs_.push_back(index_path + ": dropped " + std::to_string((size - flush) / kIndexEntrySize) +
+                               " entries past the flush offset " + std::to_string(flush));
+            size = flush;
+            index_dirty_ = true;
+        } else if (size < flush && !ro) {
+            // Only a crash between shortening the index and rewriting the meta leaves this; the shorter
+            // index was synced first, so all of it is trusted.
+            repairs_.push_back(meta_path + ": flush offset " + std::to_string(meta->flush_offset) +
+                               " past the index end " + std::to_string(size) + ", rewound");
+        }
+        if (meta->flush_offset != size) rewrite_meta = !ro;
+    }
+
+    // ---- index order and data files; a cut in the data shortens the index, then it is checked again
+    std::vector<FileSpan> spans;
+    std::vector<std::unique_ptr<File>> opened;
+    std::vector<uint64_t> file_sizes;
+    for (;;) {
+        uint64_t valid = 0;
+        std::string problem;
+        if (auto r = scan_index(size, spans, valid, problem); !r) return r;
+        if (valid < size) {
+            if (ro) return error_at(index_path, valid, problem);
+            if (auto r = index_->truncate(valid); !r) return r;
+            repairs_.push_back(index_path + ": " + problem + "; dropped it and " +
+                               std::to_string((size - valid) / kIndexEntrySize - 1) + " entries after it");
+            size = valid;
+            index_dirty_ = true;
+        }
+        opened.clear();
+        opened.resize(spans.size());
+        file_sizes.assign(spans.size(), 0);
+        uint64_t cut = size / kIndexEntrySize;
+        std::string cut_reason;
+        for (size_t i = 0; i < spans.size(); ++i) {
+            if (!spans[i].any) continue;
+            const uint32_t file = tail_file_ + static_cast<uint32_t>(i);
+            const std::string path = data_path(file);
+            auto exists = fs_.exists(path);
+            if (!exists) return exists.error();
+            if (!*exists) {
+                // Losing the head file is what a crash before the directory fsync looks like; cut back
+                // to before it. A missing file with items after it is damage no crash explains, and
+                // cutting there would drop every later file: refuse, like geth, and keep the data.
+                for (size_t j = i + 1; j < spans.size(); ++j) {
+                    if (spans[j].any) {
+                        return error_at(path, 0, "is missing but later data files hold items; refusing to cut the "
+                                                 "table back (restore the file, or remove the table to rebuild it)");
+                    }
+                }
+                cut = spans[i].first_pos;
+                cut_reason = path + " is missing";
+                break;
+            }
+            auto f = fs_.open(path, mode);
+            if (!f) return f.error();
+            auto fsize = (*f)->size();
+            if (!fsize) return fsize.error();
+            if (*fsize < spans[i].last_end) {
+                auto past = first_entry_past(spans[i], *fsize);
+                if (!past) return past.error();
+                cut = *past;
+                cut_reason = path + " has " + std::to_string(*fsize) + " bytes but the index needs " +
+                             std::to_string(spans[i].last_end);
+                break;
+            }
+            opened[i] = std::move(*f);
+            file_sizes[i] = *fsize;
+        }
+        if (cut == size / kIndexEntrySize) break;
+        if (ro) return error_at(index_path, cut * kIndexEntrySize, cut_reason);
+        if (auto r = index_->truncate(cut * kIndexEntrySize); !r) return r;
+        repairs_.push_back(cut_reason + "; index cut back to " + std::to_string(cut - 1) + " items (dropped " +
+                           std::to_string(size / kIndexEntrySize - cut) + ")");
+        size = cut * kIndexEntrySize;
+        index_dirty_ = true;
+        rewrite_meta = !ro;
+    }
+
+    // ---- settle the files: every data file ends exactly where its last item ends
+    head_file_ = spans.empty() ? tail_file_ : tail_file_ + static_cast<uint32_t>(spans.size() - 1);
+    if (spans.empty()) {
+        opened.resize(1);
+        file_sizes.resize(1);
+        spans.resize(1);
+    }
+    std::vector<bool> truncated(opened.size(), false);
+    for (size_t i = 0; i < opened.size(); ++i) {
+        const uint32_t file = tail_file_ + static_cast<uint32_t>(i);
+        const bool head = file == head_file_;
+        if (!opened[i]) {
+            if (!head) continue;  // a file before the first item (after tail deletion): never read
+            const std::string path = data_path(file);
+            auto exists = fs_.exists(path);
+            if (!exists) return exists.error();
+            if (!*exists) {
+                if (ro) return error_at(path, 0, "head data file is missing");
+                dir_dirty_ = true;
+            }
+            auto f = fs_.open(path, mode);
+            if (!f) return f.error();
+            auto fsize = (*f)->size();
+            if (!fsize) return fsize.error();
+            opened[i] = std::move(*f);
+            file_sizes[i] = *fsize;
+        }
+        const uint64_t expected = spans[i].last_end;
+        if (file_sizes[i] > expected) {
+            const std::string& path = opened[i]->path();
+            if (ro) {
+                if (head) {
+                    return error_at(path, expected,
+                                    std::to_string(file_sizes[i] - expected) + " bytes past the last indexed item");
+                }
+                continue;  // never read, and only a writable open may tidy it
+            }
+            if (auto r = opened[i]->truncate(expected); !r) return r;
+            repairs_.push_back(path + ": dropped " + std::to_string(file_sizes[i] - expected) +
+                               " bytes past the last indexed item");
+            file_sizes[i] = expected;
+            truncated[i] = true;
+        }
+    }
+    files_ = std::move(opened);
+    sizes_ = std::move(file_sizes);
+    head_bytes_ = sizes_.back();
+    index_size_ = size;
+    items_ = deleted_ + size / kIndexEntrySize - 1;
+
+    hidden_ = meta ? meta->virtual_tail : deleted_;
+    if (hidden_ < deleted_) {
+        hidden_ = deleted_;
+        rewrite_meta = !ro;
+    }
+    if (hidden_ > items_) {
+        repairs_.push_back(meta_path + ": virtual tail " + std::to_string(hidden_) + " past the head " +
+                           std::to_string(items_) + ", lowered");
+        hidden_ = items_;
+        rewrite_meta = !ro;
+    }
+    if (ro) return {};
+
+    if (auto r = remove_stray_files(); !r) return r;
+
+    // Make the repairs durable in the order sync() uses: data, directory, index, meta.
+    for (size_t i = 0; i < files_.size(); ++i) {
+        if (!truncated[i]) continue;
+        if (auto r = files_[i]->sync(); !r) return r;
+    }
+    if (created || dir_dirty_) {
+        if (auto r = fs_.sync_dir(dir_); !r) return r;
+        dir_dirty_ = false;
+    }
+    if (index_dirty_) {
+        if (auto r = index_->sync(); !r) return r;
+        index_dirty_ = false;
+    }
+    flush_offset_ = meta && meta->version == kMetaVersion ? meta->flush_offset : 0;
+    if (rewrite_meta || flush_offset_ != index_size_) {
+        if (auto r = write_meta(index_size_); !r) return r;
+    }
+    return {};
+}
+
+Outcome<void> Table::remove_stray_files() {
+    auto names = fs_.list(dir_);
+    if (!names) return names.error();
+    const std::string prefix = name_ + ".";
+    const std::string suffix = std::string(".") + data_extension(opts_.compressed);
+    for (const std::string& n : *names) {
+        if (n.size() <= prefix.size() + suffix.size() || !n.starts_with(prefix) || !n.ends_with(suffix)) continue;
+        const std::string_view digits =
+            std::string_view(n).substr(prefix.size(), n.size() - prefix.size() - suffix.size());
+        uint64_t file = 0;
+        auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), file);
+        if (ec != std::errc{} || end != digits.data() + digits.size()) continue;
+        if (file >= tail_file_ && file <= head_file_) continue;
+        // Left by a head truncation (or a repair) that did not get to delete it, or by tail deletion.
+        if (auto r = fs_.remove(path_of(n)); !r) return r;
+        repairs_.push_back(path_of(n) + ": removed, outside the table's files " + std::to_string(tail_file_) + ".." +
+                           std::to_string(head_file_));
+        dir_dirty_ = true;
+    }
+    if (dir_dirty_) {
+        if (auto r = fs_.sync_dir(dir_); !r) return r;
+        dir_dirty_ = false;
+    }
+    return {};
+}
+
+Outcome<void> Table::write_meta(uint64_t flush_offset) {
+    const Bytes encoded = encode_meta({kMetaVersion, hidden_, flush_offset});
+    if (auto r = meta_->write_at(0, encoded); !r) return r;
+    // geth leaves the tail of a longer old encoding behind; dropping it keeps the file exactly one item.
+    if (meta_size_ > encoded.size()) {
+        if (auto r = meta_->truncate(encoded.size()); !r) return r;
+    }
+    meta_size_ = encoded.size();
+    if (auto r = meta_->sync(); !r) return r;
+    flush_offset_ = flush_offset;
+    return {};
+}
+
+// ---- writing -----------------------------------------------------------------------------------
+
+Outcome<void> Table::roll_over() {
+    if (head_file_ >= kMaxFileNumber) {
+        return error("data file number " + std::to_string(head_file_) + " is the last the 16-bit index can name");
+    }
+    const uint32_t next = head_file_ + 1;
+    // Truncating: a leftover file of that number holds nothing the index knows about.
+    auto f = fs_.open(data_path(next), OpenMode::kTruncate);
+    if (!f) return f.error();
+    sizes_.back() = head_bytes_;
+    files_.push_back(std::move(*f));
+    sizes_.push_back(0);
+    head_file_ = next;
+    head_bytes_ = 0;
+    dir_dirty_ = true;
+    return {};
+}
+
+void Table::rollback_append(uint32_t head_file, uint64_t head_bytes, uint64_t index_size) {
+    write_data_.clear();
+    write_index_.clear();
+    // Forget the files this append opened before touching the disk, so that this object is right even
+    // if the disk cannot be put back.
+    std::vector<std::string> created;
+    while (head_file_ > head_file) {
+        created.push_back(files_.back()->path());
+        files_.pop_back();
+        sizes_.pop_back();
+        --head_file_;
+        dir_dirty_ = true;
+    }
+    head_bytes_ = head_bytes;
+    auto undo = [&]() -> Outcome<void> {
+        if (auto r = index_->truncate(index_size); !r) return r;
+        for (const std::string& path : created) {
+            if (auto r = fs_.remove(path); !r) return r;
+        }
+        return files_.back()->truncate(head_bytes);
+    }();
+    if (!undo) fail(error("rolling back a failed append: " + undo.error().message));
+}
+
+Outcome<void> Table::append(std::span<const ByteView> items) {
+    if (opts_.read_only) return error("append to a table opened read-only");
+    if (failed_) return error("needs reopen after an earlier failure: " + *failed_);
+    if (items.empty()) return {};
+
+    const uint32_t old_head_file = head_file_;
+    const uint64_t old_head_bytes = head_bytes_;
+    const uint64_t old_index_size = index_size_;
+    write_data_.clear();
+    write_index_.clear();
+    uint64_t pending_at = head_bytes_;  // where write_data_ goes in the head file
+
+    auto flush_pending = [&]() -> Outcome<void> {
+        if (write_data_.empty()) return {};
+        if (auto r = files_.back()->write_at(pending_at, write_data_); !r) return r;
+        pending_at += write_data_.size();
+        write_data_.clear();
+        return {};
+    };
+    auto write_all = [&]() -> Outcome<void> {
+        for (size_t i = 0; i < items.size(); ++i) {
+            ByteView stored = items[i];
+            if (opts_.compressed) {
+                const size_t max = snappy::MaxCompressedLength(stored.size());
+                char* dst = reinterpret_cast<char*>(reserve_scratch(compressed_, max));
+                size_t n = 0;
+                snappy::RawCompress(reinterpret_cast<const char*>(stored.data()), stored.size(), dst, &n);
+                stored = ByteView(compressed_).first(n);
+            }
+            if (stored.size() > UINT32_MAX) {
+                return error("item " + std::to_string(items_ + i) + " takes " + std::to_string(stored.size()) +
+                             " bytes; the index can address at most 4294967295 per file");
+            }
+            // Items never straddle files. An item larger than a whole file gets a file of its own, and an
+            // empty item never opens a file: geth's index check rejects a file that starts at offset 0.
+            if (!stored.empty() && head_bytes_ > 0 && head_bytes_ + stored.size() > opts_.max_file_size) {
+                if (auto r = flush_pending(); !r) return r;
+                if (auto r = roll_over(); !r) return r;
+                pending_at = 0;
+            }
+            headerd::append(write_data_, stored);
+            head_bytes_ += stored.size();
+            const size_t at = write_index_.size();
+            write_index_.resize(at + kIndexEntrySize);
+            IndexEntry{head_file_, static_cast<uint32_t>(head_bytes_)}.encode(write_index_.data() + at);
+            if (write_data_.size() >= kWriteChunk) {
+                if (auto r = flush_pending(); !r) return r;
+            }
+        }
+        if (auto r = flush_pending(); !r) return r;
+        // Index entries go last: until they are written, the data past the old end is dangling and a
+        // reopen truncates it.
+        return index_->write_at(index_size_, write_index_);
+    };
+    if (auto r = write_all(); !r) {
+        rollback_append(old_head_file, old_head_bytes, old_index_size);
+        return r.error();
+    }
+    if (!data_dirty_) {
+        data_dirty_ = true;
+        dirty_from_file_ = old_head_file;
+    }
+    index_dirty_ = true;
+    index_size_ += write_index_.size();
+    items_ += items.size();
+    return {};
+}
+
+Outcome<void> Table::sync() {
+    if (opts_.read_only) return {};
+    if (failed_) return error("needs reopen after an earlier failure: " + *failed_);
+    // Data before the directory and index, and all of them before the meta's flush offset moves: the
+    // flush offset is the commit point that open() trusts.
+    if (data_dirty_) {
+        for (uint32_t f = std::max(dirty_from_file_, tail_file_); f <= head_file_; ++f) {
+            if (File* file = data_file(f)) {
+                if (auto r = file->sync(); !r) return fail(r.error());
+            }
+        }
+        data_dirty_ = false;
+    }
+    if (dir_dirty_) {
+        if (auto r = fs_.sync_dir(dir_); !r) return fail(r.error());
+        dir_dirty_ = false;
+    }
+    if (index_dirty_) {
+        if (auto r = index_->sync(); !r) return fail(r.error());
+        index_dirty_ = false;
+    }
+    if (flush_offset_ != index_size_) {
+        if (auto r = write_meta(index_size_); !r) return fail(r.error());
+    }
+    return {};
+}
+
+Outcome<void> Table::truncate_head(uint64_t items) {
+    if (items >= items_) return {};
+    if (opts_.read_only) return error("truncate of a table opened read-only");
+    if (failed_) return error("needs reopen after an earlier failure: " + *failed_);
+    if (items < hidden_) {
+        return error("truncate head to " + std::to_string(items) + " is below the tail " + std::to_string(hidden_));
+    }
+    const uint64_t keep = items - deleted_;
+    const uint64_t new_size = (keep + 1) * kIndexEntrySize;
+    IndexEntry end{tail_file_, 0};
+    if (keep > 0) {
+        auto e = read_entry(keep);
+        if (!e) return e.error();
+        end = *e;
+    }
+    if (end.file < tail_file_ || end.file > head_file_) {
+        return error_at(index_->path(), keep * kIndexEntrySize,
+                        "index entry names data file " + std::to_string(end.file) + " outside " +
+                            std::to_string(tail_file_) + ".." + std::to_string(head_file_));
+    }
+    // Index first, synced: a crash after this point leaves data past the index, which open() cuts.
+    if (auto r = index_->truncate(new_size); !r) return fail(r.error());
+    if (auto r = index_->sync(); !r) return fail(r.error());
+    if (flush_offset_ > new_size) {
+        if (auto r = write_meta(new_size); !r) return fail(r.error());
+    }
+    bool removed = false;
+    while (head_file_ > end.file) {
+        const std::string path = files_.back()->path();
+        files_.pop_back();
+        sizes_.pop_back();
+        --head_file_;
+        removed = true;
+        if (auto r = fs_.remove(path); !r) return fail(r.error());
+    }
+    if (!files_.back()) {  // the new head held no item until now (tail file after tail deletion)
+        auto f = fs_.open(data_path(head_file_), OpenMode::kReadWrite);
+        if (!f) return fail(f.error());
+        files_.back() = std::move(*f);
+    }
+    if (auto r = files_.back()->truncate(end.offset); !r) return fail(r.error());
+    if (auto r = files_.back()->sync(); !r) return fail(r.error());
+    head_bytes_ = end.offset;
+    index_size_ = new_size;
+    items_ = items;
+    if (removed) {
+        if (auto r = fs_.sync_dir(dir_); !r) return fail(r.error());
+    }
+    return {};
+}
+
+// ---- reading -----------------------------------------------------------------------------------
+
+Outcome<void> Table::read_range(uint64_t start, uint64_t count, uint64_t max_bytes, ItemBuffer& out) {
+    return read_range(start, count, max_bytes, out, scratch_);
+}
+
+Outcome<void> Table::read_range(uint64_t start, uint64_t count, uint64_t max_bytes, ItemBuffer& out,
+                                ReadScratch& scratch) const {
+    if (start < hidden_ || start > items_ || count > items_ - start) [[unlikely]] {
+        return error("items [" + std::to_string(start) + ", " + std::to_string(start + count) +
+                     ") requested, table holds [" + std::to_string(hidden_) + ", " + std::to_string(items_) + ")");
+    }
+    if (count == 0) return {};
+
+    // One read for the count+1 index entries that bound the items.
+    const uint64_t rel = start - deleted_;
+    const size_t index_bytes = static_cast<size_t>((count + 1) * kIndexEntrySize);
+    const uint8_t* idx = reserve_scratch(scratch.index, index_bytes);
+    {
+        auto n = index_->read_at(rel * kIndexEntrySize, {scratch.index.data(), index_bytes});
+        if (!n) [[unlikely]]
+            return n.error();
+        if (*n != index_bytes) [[unlikely]] {
+            return error_at(index_->path(), rel * kIndexEntrySize, "index shorter than the table's item count");
+        }
+    }
+    struct Bounds {
+        uint32_t file;
+        uint32_t begin;
+        uint32_t end;
+    };
+    auto bounds = [&](uint64_t i) -> Bounds {
+        const IndexEntry a = IndexEntry::decode(idx + i * kIndexEntrySize);
+        const IndexEntry b = IndexEntry::decode(idx + (i + 1) * kIndexEntrySize);
+        // Entry 0 carries the deletion count, not an offset; an item that opens a file starts at 0.
+        const uint32_t begin = (i == 0 && rel == 0) || a.file != b.file ? 0 : a.offset;
+        return {b.file, begin, b.offset};
+    };
+
+    // Which items to fetch: all of them, or up to the byte cap (for snappy, one more, since its stored
+    // size says little about its decoded size).
+    uint64_t fetch = 0;
+    uint64_t stored_total = 0;
+    for (uint64_t i = 0; i < count; ++i) {
+        const Bounds b = bounds(i);
+        const File* file = data_file(b.file);
+        const uint64_t file_size = b.file == head_file_ ? head_bytes_ : (file ? sizes_[b.file - tail_file_] : 0);
+        if (!file || b.end < b.begin || b.end > file_size) [[unlikely]] {
+            return error_at(index_->path(), (rel + i + 1) * kIndexEntrySize,
+                            "bad index entry for item " + std::to_string(start + i) + ": file " +
+                                std::to_string(b.file) + " bytes " + std::to_string(b.begin) + ".." +
+                                std::to_string(b.end));
+        }
+        const uint64_t size = b.end - b.begin;
+        if (i > 0 && stored_total + size > max_bytes) {
+            if (opts_.compressed) ++fetch;
+            break;
+        }
+        stored_total += size;
+        ++fetch;
+    }
+
+    // One read per data file touched: items of one file are contiguous.
+    uint64_t data_bytes = 0;
+    for (uint64_t i = 0; i < fetch; ++i) {
+        const Bounds b = bounds(i);
+        data_bytes += b.end - b.begin;
+    }
+    uint8_t* data = reserve_scratch(scratch.data, static_cast<size_t>(data_bytes));
+    uint64_t at = 0;
+    for (uint64_t i = 0; i < fetch;) {
+        const Bounds first = bounds(i);
+        uint64_t j = i + 1;
+        uint32_t run_end = first.end;
+        for (; j < fetch; ++j) {
+            const Bounds b = bounds(j);
+            if (b.file != first.file) break;
+            run_end = b.end;
+        }
+        const File* file = data_file(first.file);
+        const size_t len = run_end - first.begin;
+        auto n = file->read_at(first.begin, {data + at, len});
+        if (!n) [[unlikely]]
+            return n.error();
+        if (*n != len) [[unlikely]]
+            return error_at(file->path(), first.begin + *n, "data file ends inside an item");
+        at += len;
+        i = j;
+    }
+
+    // Decode in order, stopping before the item that would pass the cap.
+    uint64_t out_total = 0;
+    at = 0;
+    for (uint64_t i = 0; i < fetch; ++i) {
+        const Bounds b = bounds(i);
+        const size_t stored = b.end - b.begin;
+        const char* src = reinterpret_cast<const char*>(data + at);
+        at += stored;
+        size_t size = stored;
+        if (opts_.compressed && !snappy::GetUncompressedLength(src, stored, &size)) [[unlikely]] {
+            return error_at(data_file(b.file)->path(), b.begin,
+                            "item " + std::to_string(start + i) + " is not snappy block data");
+        }
+        if (i > 0 && out_total + size > max_bytes) break;
+        const size_t old = out.bytes.size();
+        out.bytes.resize(old + size);
+        if (opts_.compressed) {
+            if (!snappy::RawUncompress(src, stored, reinterpret_cast<char*>(out.bytes.data() + old))) [[unlikely]] {
+                out.bytes.resize(old);
+                return error_at(data_file(b.file)->path(), b.begin,
+                                "item " + std::to_string(start + i) + " is corrupt snappy data");
+            }
+        } else {
+            std::copy_n(data + (at - stored), stored, out.bytes.data() + old);
+        }
+        out.ends.push_back(out.bytes.size());
+        out_total += size;
+    }
+    return {};
+}
+
+uint64_t Table::bytes_on_disk() const noexcept {
+    uint64_t total = index_size_ + meta_size_ + head_bytes_;
+    for (size_t i = 0; i + 1 < sizes_.size(); ++i) total += sizes_[i];
+    return total;
+}
+
+}  // namespace headerd::ancient
