@@ -6,6 +6,7 @@
 #include <fstream>
 #include <vector>
 
+#include "ancient/file_system.hpp"
 #include "core/block_header.hpp"
 #include "core/rlp.hpp"
 
@@ -162,6 +163,64 @@ TEST_F(ChainDbTest, DuplicatesLeftByAnInterruptedFreezeAreRemovedByTheNextOne) {
     ItemBuffer out;
     ASSERT_TRUE(db_->header_range(0, kHeaders, Order::kAscending, out));
     ASSERT_EQ(out.size(), kHeaders);
+}
+
+// A crash (every later filesystem mutation fails) at each mutation of a freeze, followed by a power
+// cut that loses, keeps or zeroes what was not synced: the database reopens on the real filesystem,
+// holds every header, and a second freeze completes. LevelDB's own writes are synced batches.
+TEST(ChainDbCrash, PowerCutAtEveryFreezerMutationLeavesEveryHeader) {
+    using Unsynced = ancient::FaultInjectingFileSystem::Unsynced;
+    const fs::path dir = fs::temp_directory_path() / ("headerd-crash-" + std::to_string(::getpid()));
+    ancient::PosixFileSystem posix;
+    constexpr size_t kN = 120;
+    uint64_t total_mutations = 0;
+    for (uint64_t crash_at = 1;; ++crash_at) {
+        for (Unsynced fate : {Unsynced::kLost, Unsynced::kKept, Unsynced::kZeroed}) {
+            fs::remove_all(dir);
+            ancient::FaultInjectingFileSystem faulty(posix, /*forward_syncs=*/false);
+            ChainDbOptions opts;
+            opts.create_if_missing = true;
+            opts.ancient_max_file_size = 2048;
+            opts.fs = &faulty;
+            {
+                auto db = ChainDb::open(dir.string(), opts);
+                ASSERT_TRUE(db) << db.error().message;
+                ASSERT_TRUE((*db)->append({chain().headers.data(), kN}));
+                faulty.reset_counters();
+                faulty.crash_at(crash_at);
+                FreezeOptions fo;
+                fo.keep = 20;
+                fo.batch = 25;
+                auto r = (*db)->freeze(fo);
+                if (r && !faulty.crashed()) {
+                    // The freeze finished before reaching this mutation: every case is covered.
+                    total_mutations = faulty.mutations();
+                    ASSERT_EQ(*r, kN - 20);
+                    break;
+                }
+            }
+            ASSERT_TRUE(faulty.drop_unsynced_data([fate](const std::string&) { return fate; }));
+            ChainDbOptions reopen;
+            reopen.ancient_max_file_size = 2048;
+            auto db = ChainDb::open(dir.string(), reopen);
+            ASSERT_TRUE(db) << "crash at mutation " << crash_at << ": " << db.error().message;
+            ItemBuffer out;
+            ASSERT_TRUE((*db)->header_range(0, kN, Order::kAscending, out));
+            ASSERT_EQ(out.size(), kN) << "crash at mutation " << crash_at;
+            for (size_t i = 0; i < kN; ++i) {
+                ASSERT_TRUE(std::ranges::equal(out.item(i), chain().headers[i].rlp)) << "block " << i;
+            }
+            FreezeOptions fo;
+            fo.keep = 20;
+            auto r = (*db)->freeze(fo);
+            ASSERT_TRUE(r) << r.error().message;
+            EXPECT_EQ(*r, kN - 20);
+        }
+        if (total_mutations != 0) break;
+        ASSERT_LT(crash_at, 10'000u) << "freeze never finished";
+    }
+    EXPECT_GT(total_mutations, 10u);
+    fs::remove_all(dir);
 }
 
 TEST(ReverseItems, ReversesOrderFromTheGivenItemAndKeepsBytes) {
