@@ -15,6 +15,7 @@
 #include "core/hex.hpp"
 #include "core/keccak.hpp"
 #include "core/rlp.hpp"
+#include "core/synthetic.hpp"
 #include "db/mapped_file.hpp"
 
 namespace headerd::db {
@@ -218,6 +219,36 @@ Outcome<ImportSummary> import_file(ChainDb& db, const ChainConfig& config, const
     summary.first = staged.front().number;
     summary.last = staged.back().number;
     return summary;
+}
+
+Outcome<void> generate_chain(ChainDb& db, uint64_t count, uint64_t seed, const ProgressFn& progress) {
+    if (auto head = db.head()) {
+        return make_error(fmt::format("datadir {} already holds a chain (head {}); generate needs an empty datadir",
+                                      db.datadir(), head->number));
+    }
+    synthetic::Generator gen(count, seed);
+    if (auto r = db.set_config(gen.config()); !r) return r.error();
+    ItemBuffer rlps;
+    std::vector<synthetic::Generator::Produced> produced;
+    std::vector<NewHeader> batch;
+    uint64_t done = 0;
+    while (!gen.done()) {
+        rlps.clear();
+        produced.clear();
+        while (!gen.done() && produced.size() < kWriteBatch) {
+            produced.push_back(gen.next(rlps.bytes));  // appends the header RLP
+            rlps.ends.push_back(rlps.bytes.size());
+        }
+        batch.clear();
+        for (size_t i = 0; i < produced.size(); ++i) {
+            const auto& p = produced[i];
+            batch.push_back(NewHeader{rlps.item(i), p.hash, p.number, p.total_difficulty, p.timestamp});
+        }
+        if (auto r = db.append(batch); !r) return r.error();
+        done += batch.size();
+        if (progress) progress("generate", done, count);
+    }
+    return {};
 }
 
 Outcome<uint64_t> export_headers(const ChainDb& db, uint64_t from, uint64_t count, const std::string& path,

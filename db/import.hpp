@@ -31,6 +31,10 @@ struct ImportSummary {
 Outcome<ImportSummary> import_file(ChainDb& db, const ChainConfig& config, const std::string& path,
                                    const ProgressFn& progress = {});
 
+// Writes the deterministic synthetic chain of `count` headers (core/synthetic.hpp) into an empty
+// database, storing its chain config first. Refuses a database that already holds a chain.
+Outcome<void> generate_chain(ChainDb& db, uint64_t count, uint64_t seed, const ProgressFn& progress = {});
+
 // Writes headers [from, from+count) as concatenated RLP, byte-identical to what was imported, to a
 // temporary file that is fsynced and renamed over `path` only when complete.
 Outcome<uint64_t> export_headers(const ChainDb& db, uint64_t from, uint64_t count, const std::string& path,

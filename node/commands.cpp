@@ -11,7 +11,6 @@
 
 #include "core/forkid.hpp"
 #include "core/hex.hpp"
-#include "core/synthetic.hpp"
 #include "db/chain_db.hpp"
 #include "db/import.hpp"
 #include "node/cli.hpp"
@@ -99,39 +98,12 @@ int cmd_generate(int argc, char** argv) {
     auto chain = db::ChainDb::open(datadir, opts);
     if (!chain) return fail(chain.error().message);
     db::ChainDb& db = **chain;
-    if (auto head = db.head()) {
-        return fail(fmt::format("datadir {} already holds a chain (head {}); generate needs an empty datadir", datadir,
-                                head->number));
-    }
-    synthetic::Generator gen(*count, *seed);
-    if (auto r = db.set_config(gen.config()); !r) return fail(r.error().message);
-
-    constexpr size_t kBatch = 10'000;
-    ItemBuffer rlps;
-    std::vector<synthetic::Generator::Produced> produced;
-    std::vector<db::NewHeader> batch;
     Progress progress("Generating headers");
-    uint64_t done = 0;
-    while (!gen.done()) {
-        rlps.clear();
-        produced.clear();
-        while (!gen.done() && produced.size() < kBatch) {
-            produced.push_back(gen.next(rlps.bytes));  // appends the header RLP
-            rlps.ends.push_back(rlps.bytes.size());
-        }
-        batch.clear();
-        for (size_t i = 0; i < produced.size(); ++i) {
-            const auto& p = produced[i];
-            batch.push_back(db::NewHeader{rlps.item(i), p.hash, p.number, p.total_difficulty, p.timestamp});
-        }
-        if (auto r = db.append(batch); !r) return fail(r.error().message);
-        done += batch.size();
-        progress.update(done, *count);
-    }
-    progress.finish(done);
+    if (auto r = db::generate_chain(db, *count, *seed, progress_fn(progress)); !r) return fail(r.error().message);
+    progress.finish(*count);
     const auto head = db.head();
     spdlog::info("Generated synthetic chain                datadir={} network={} network_id={} head={} hash={}",
-                 datadir, gen.config().name, gen.config().network_id, head->number, to_hex0x(head->hash));
+                 datadir, db.config()->name, db.config()->network_id, head->number, to_hex0x(head->hash));
     return kExitOk;
 }
 

@@ -60,6 +60,9 @@ S=$WORK/synthetic
 expect_fail "mainnet import into a synthetic datadir" "holds network synthetic" \
     "$HEADERD" import --datadir "$S" "$ERA"
 
+expect_fail "generate into a datadir that holds a chain" "already holds a chain" \
+    "$HEADERD" generate --datadir "$S" --count 10
+
 # 8. Missing datadir, bad ranges, bad arguments.
 expect_fail "inspect of a missing datadir" "$WORK/nowhere" "$HEADERD" inspect --datadir "$WORK/nowhere"
 expect_fail "export past the head" "head is block 8191" \
