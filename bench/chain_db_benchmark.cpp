@@ -1,0 +1,591 @@
+// The header serving read path, contiguous against naive, on a generated chain split between the
+// freezer and LevelDB. Figures and commands: docs/performance.md; full run: scripts/bench.sh.
+//
+// Fixture: a synthetic chain of HEADERD_BENCH_HEADERS headers (default 1,000,000; core/synthetic.hpp,
+// seed 1) appended in batches of 10,000 as `headerd generate` does, then frozen with keep
+// HEADERD_BENCH_KEEP (default min(90,000, headers/4)): blocks [0, headers-keep) in the freezer, the
+// rest in LevelDB. The datadir (HEADERD_BENCH_DIR, default BUILD_DIR/bench-chain-<headers>) is kept
+// between runs and regenerated when it does not hold exactly that chain. Before any benchmark runs the
+// whole chain is read once (page cache warm) and checked: numbers, parent links, head hash.
+//
+// Each benchmark reads 192 headers per iteration (an eth GetBlockHeaders reply) into a reused buffer,
+// at deterministic pseudo-random origins (the same ones for both paths):
+//   header_range/<placement>  ChainDb::header_range, the path the server uses;
+//   naive/<placement>         per header canonical_hash -> header_by_hash -> decode -> keccak check
+//                             -> encode, what geth did before serving stored RLP directly.
+// Placements: ancient (freezer only), leveldb (LevelDB only), boundary (origin = ancient_items - 96).
+//
+// Counters per iteration (one 192-header read): allocs_per_call = calls of global operator new made
+// by this thread inside the timed loop; reads_per_call = File::read_at calls on the freezer's files
+// (each one pread(2)), counted by ancient::FaultInjectingFileSystem. LevelDB reads through its own
+// Env and is not in reads_per_call. HEADERD_BENCH_ITERATIONS fixes the iteration count (for strace).
+
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <new>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ancient/file_system.hpp"
+#include "bench/bench_util.hpp"
+#include "core/block_header.hpp"
+#include "core/item_buffer.hpp"
+#include "core/synthetic.hpp"
+#include "db/chain_db.hpp"
+
+// ---- allocation counting ------------------------------------------------------------------------
+//
+// Every form of global operator new is replaced; the counting ones count only while the calling
+// thread has counting switched on, so LevelDB's background thread and the benchmark library do not
+// show up in a benchmark's figure. malloc called directly (C libraries) is not counted.
+
+namespace {
+
+std::atomic<uint64_t> g_allocations{0};
+thread_local bool t_count_allocations = false;
+
+void* allocate(std::size_t size) {
+    if (t_count_allocations) g_allocations.fetch_add(1, std::memory_order_relaxed);
+    if (size == 0) size = 1;
+    for (;;) {
+        if (void* p = std::malloc(size)) return p;
+        std::new_handler handler = std::get_new_handler();
+        if (handler == nullptr) throw std::bad_alloc();
+        handler();
+    }
+}
+
+void* allocate_aligned(std::size_t size, std::align_val_t align) {
+    if (t_count_allocations) g_allocations.fetch_add(1, std::memory_order_relaxed);
+    if (size == 0) size = 1;
+    const std::size_t alignment = std::max(static_cast<std::size_t>(align), sizeof(void*));
+    for (;;) {
+        void* p = nullptr;
+        if (::posix_memalign(&p, alignment, size) == 0) return p;
+        std::new_handler handler = std::get_new_handler();
+        if (handler == nullptr) throw std::bad_alloc();
+        handler();
+    }
+}
+
+}  // namespace
+
+void* operator new(std::size_t size) { return allocate(size); }
+void* operator new[](std::size_t size) { return allocate(size); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+    try {
+        return allocate(size);
+    } catch (...) {
+        return nullptr;
+    }
+}
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
+    try {
+        return allocate(size);
+    } catch (...) {
+        return nullptr;
+    }
+}
+void* operator new(std::size_t size, std::align_val_t align) { return allocate_aligned(size, align); }
+void* operator new[](std::size_t size, std::align_val_t align) { return allocate_aligned(size, align); }
+void* operator new(std::size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
+    try {
+        return allocate_aligned(size, align);
+    } catch (...) {
+        return nullptr;
+    }
+}
+void* operator new[](std::size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
+    try {
+        return allocate_aligned(size, align);
+    } catch (...) {
+        return nullptr;
+    }
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+
+namespace headerd::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint64_t kRange = 192;                            // headers per request (an eth GetBlockHeaders reply)
+constexpr uint64_t kSeed = 1;                               // of the generated chain (`headerd generate` default)
+constexpr uint64_t kOriginSeed = 0x5eed;                    // of the origins
+constexpr size_t kOrigins = 1024;                           // distinct origins per placement, cycled
+constexpr size_t kAppendBatch = 10'000;                     // as node/commands.cpp cmd_generate
+constexpr const char* kMarkerFile = "headerd-bench-chain";  // this program made the datadir
+
+enum class Placement { kAncient, kLevelDb, kBoundary };
+constexpr std::array kPlacements{Placement::kAncient, Placement::kLevelDb, Placement::kBoundary};
+
+const char* placement_name(Placement p) {
+    switch (p) {
+        case Placement::kAncient:
+            return "ancient";
+        case Placement::kLevelDb:
+            return "leveldb";
+        case Placement::kBoundary:
+            return "boundary";
+    }
+    return "?";
+}
+
+struct Settings {
+    uint64_t headers{0};
+    uint64_t keep{0};
+    std::string dir;
+    std::optional<uint64_t> iterations;
+};
+
+// Counts allocations made by this thread while alive.
+class AllocationScope {
+  public:
+    AllocationScope() : start_(g_allocations.load(std::memory_order_relaxed)) { t_count_allocations = true; }
+    ~AllocationScope() { t_count_allocations = false; }
+    AllocationScope(const AllocationScope&) = delete;
+    AllocationScope& operator=(const AllocationScope&) = delete;
+    uint64_t stop() {
+        t_count_allocations = false;
+        return g_allocations.load(std::memory_order_relaxed) - start_;
+    }
+
+  private:
+    uint64_t start_;
+};
+
+// ---- the naive path ------------------------------------------------------------------------------
+
+// Reads [from, from+count) one header at a time by hash, decodes each one, checks its hash and
+// re-encodes it into `out`, as a server that stores headers but cannot splice their RLP would.
+// `rlp` is the caller's scratch for one stored header.
+Outcome<void> naive_range(const db::ChainDb& chain, uint64_t from, uint64_t count, Bytes& rlp, ItemBuffer& out) {
+    out.clear();
+    for (uint64_t n = from; n < from + count; ++n) {
+        auto hash = chain.canonical_hash(n);
+        if (!hash) return hash.error();
+        if (!*hash) return make_error("naive: no canonical hash for block " + std::to_string(n));
+        auto found = chain.header_by_hash(**hash, rlp);
+        if (!found) return found.error();
+        if (!*found) return make_error("naive: no header for block " + std::to_string(n));
+        auto header = decode_block_header(rlp);
+        if (!header) return make_error("naive: block " + std::to_string(n) + ": " + header.error().message());
+        if (header_hash(rlp) != **hash) return make_error("naive: block " + std::to_string(n) + ": hash mismatch");
+        encode(out.bytes, *header);
+        out.ends.push_back(out.bytes.size());
+    }
+    return {};
+}
+
+// ---- fixture -------------------------------------------------------------------------------------
+
+Outcome<void> generate(const std::string& dir, uint64_t count) {
+    db::ChainDbOptions opts;
+    opts.create_if_missing = true;
+    auto opened = db::ChainDb::open(dir, opts);
+    if (!opened) return opened.error();
+    db::ChainDb& chain = **opened;
+    synthetic::Generator gen(count, kSeed);
+    if (auto r = chain.set_config(gen.config()); !r) return r;
+
+    ItemBuffer rlps;
+    std::vector<synthetic::Generator::Produced> produced;
+    std::vector<db::NewHeader> batch;
+    const auto start = std::chrono::steady_clock::now();
+    while (!gen.done()) {
+        rlps.clear();
+        produced.clear();
+        while (!gen.done() && produced.size() < kAppendBatch) {
+            produced.push_back(gen.next(rlps.bytes));  // appends the header RLP
+            rlps.ends.push_back(rlps.bytes.size());
+        }
+        batch.clear();
+        for (size_t i = 0; i < produced.size(); ++i) {
+            const auto& p = produced[i];
+            batch.push_back(db::NewHeader{rlps.item(i), p.hash, p.number, p.total_difficulty, p.timestamp});
+        }
+        if (auto r = chain.append(batch); !r) return r;
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "bench: generated and appended %llu headers in %.1f s\n",
+                 static_cast<unsigned long long>(count), seconds);
+    return {};
+}
+
+Outcome<void> freeze(const std::string& dir, uint64_t keep) {
+    auto opened = db::ChainDb::open(dir, {});
+    if (!opened) return opened.error();
+    const auto start = std::chrono::steady_clock::now();
+    db::FreezeOptions opts;
+    opts.keep = keep;
+    auto frozen = (*opened)->freeze(opts);
+    if (!frozen) return frozen.error();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "bench: froze blocks [0, %llu) in %.1f s\n", static_cast<unsigned long long>(*frozen),
+                 seconds);
+    return {};
+}
+
+// Makes `s.dir` hold exactly the benchmark chain, reusing what a previous run left when it can.
+// Deletes only a chaindata/ this program created (marker file), never someone else's database.
+Outcome<void> prepare_datadir(const Settings& s) {
+    const fs::path dir(s.dir);
+    const fs::path chaindata = dir / "chaindata";
+    const fs::path marker = dir / kMarkerFile;
+    const uint64_t want_ancient = s.headers - s.keep;
+    std::error_code ec;
+    if (fs::exists(chaindata, ec)) {
+        std::string why;
+        {
+            auto opened = db::ChainDb::open(s.dir, {});
+            if (!opened) {
+                why = opened.error().message;
+            } else {
+                const db::ChainDb& chain = **opened;
+                const synthetic::Generator gen(s.headers, kSeed);
+                const auto head = chain.head();
+                if (chain.config() == nullptr || *chain.config() != gen.config()) {
+                    why = "another chain config";
+                } else if (!head || head->number != s.headers - 1) {
+                    why = "head " + (head ? std::to_string(head->number) : std::string("none")) + ", want " +
+                          std::to_string(s.headers - 1);
+                } else if (chain.ancient_items() > want_ancient) {
+                    why = "ancient items " + std::to_string(chain.ancient_items()) + ", want " +
+                          std::to_string(want_ancient);
+                }
+            }
+        }
+        if (why.empty()) return freeze(s.dir, s.keep);  // no-op when already frozen that far
+        if (!fs::exists(marker, ec)) {
+            return make_error("bench: " + chaindata.string() + " is not a benchmark chain this program made (" + why +
+                              "); point HEADERD_BENCH_DIR elsewhere");
+        }
+        std::fprintf(stderr, "bench: regenerating %s (%s)\n", s.dir.c_str(), why.c_str());
+        fs::remove_all(chaindata, ec);
+        if (ec) return make_error("bench: cannot remove " + chaindata.string() + ": " + ec.message());
+    }
+    fs::create_directories(dir, ec);
+    if (ec) return make_error("bench: cannot create " + dir.string() + ": " + ec.message());
+    std::ofstream(marker) << "headers=" << s.headers << " keep=" << s.keep << " seed=" << kSeed << "\n";
+    std::fprintf(stderr, "bench: generating %llu headers into %s (once; kept for later runs)\n",
+                 static_cast<unsigned long long>(s.headers), s.dir.c_str());
+    if (auto r = generate(s.dir, s.headers); !r) return r;
+    return freeze(s.dir, s.keep);
+}
+
+class Fixture {
+  public:
+    static Outcome<std::unique_ptr<Fixture>> create(const Settings& s) {
+        if (auto r = prepare_datadir(s); !r) return r.error();
+        auto f = std::unique_ptr<Fixture>(new Fixture());
+        db::ChainDbOptions opts;
+        opts.read_only = true;  // no freezer writes, so the counting wrapper never snapshots files
+        opts.fs = &f->fs_;
+        auto opened = db::ChainDb::open(s.dir, opts);
+        if (!opened) return opened.error();
+        f->chain_ = std::move(*opened);
+        f->ancient_items_ = f->chain_->ancient_items();
+        f->head_ = f->chain_->head()->number;
+        if (auto r = f->check_and_warm(); !r) return r.error();
+        f->make_origins();
+        if (auto r = f->cross_check(); !r) return r.error();
+        return f;
+    }
+
+    const db::ChainDb& chain() const { return *chain_; }
+    uint64_t freezer_reads() const { return fs_.reads(); }
+    uint64_t ancient_items() const { return ancient_items_; }
+    const std::vector<uint64_t>& origins(Placement p) const { return origins_[static_cast<size_t>(p)]; }
+
+  private:
+    Fixture() : fs_(ancient::PosixFileSystem::instance()) {}
+
+    // Reads the whole chain once through header_range (page cache warm for both stores) and checks
+    // numbers, parent links and the head hash, so a stale or damaged datadir cannot be measured.
+    Outcome<void> check_and_warm() {
+        const auto start = std::chrono::steady_clock::now();
+        ItemBuffer out;
+        Hash32 parent{};
+        for (uint64_t from = 0; from <= head_; from += kRange) {
+            if (auto r = chain_->header_range(from, kRange, db::Order::kAscending, out); !r) return r;
+            const uint64_t want = std::min(kRange, head_ + 1 - from);
+            if (out.size() != want) {
+                return make_error("bench: header_range(" + std::to_string(from) + ") returned " +
+                                  std::to_string(out.size()) + " headers, want " + std::to_string(want));
+            }
+            for (size_t i = 0; i < out.size(); ++i) {
+                auto peek = peek_header(out.item(i));
+                if (!peek || peek->number != from + i || (from + i > 0 && peek->parent_hash != parent)) {
+                    return make_error("bench: stored block " + std::to_string(from + i) + " is not the chain's");
+                }
+                parent = header_hash(out.item(i));
+            }
+        }
+        if (parent != chain_->head()->hash) return make_error("bench: head hash does not match the stored chain");
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::fprintf(stderr, "bench: read and checked %llu headers (ancient %llu) in %.1f s\n",
+                     static_cast<unsigned long long>(head_ + 1), static_cast<unsigned long long>(ancient_items_),
+                     seconds);
+        return {};
+    }
+
+    void make_origins() {
+        synthetic::Rng rng(kOriginSeed);
+        for (Placement p : kPlacements) {
+            std::vector<uint64_t>& o = origins_[static_cast<size_t>(p)];
+            o.resize(kOrigins);
+            for (uint64_t& origin : o) {
+                switch (p) {
+                    case Placement::kAncient:  // [0, A - 192]
+                        origin = rng.below(ancient_items_ - kRange + 1);
+                        break;
+                    case Placement::kLevelDb:  // [A, head + 1 - 192]
+                        origin = ancient_items_ + rng.below(head_ + 1 - ancient_items_ - kRange + 1);
+                        break;
+                    case Placement::kBoundary:
+                        origin = ancient_items_ - kRange / 2;
+                        break;
+                }
+            }
+        }
+    }
+
+    // Both paths must return the same bytes for the first origins of each placement.
+    Outcome<void> cross_check() const {
+        ItemBuffer contiguous;
+        ItemBuffer naive;
+        Bytes rlp;
+        for (Placement p : kPlacements) {
+            for (size_t i = 0; i < 8; ++i) {
+                const uint64_t from = origins(p)[i];
+                if (auto r = chain_->header_range(from, kRange, db::Order::kAscending, contiguous); !r) return r;
+                if (auto r = naive_range(*chain_, from, kRange, rlp, naive); !r) return r;
+                if (contiguous.bytes != naive.bytes || contiguous.ends != naive.ends) {
+                    return make_error(std::string("bench: header_range and the naive path differ at ") +
+                                      placement_name(p) + " origin " + std::to_string(from));
+                }
+            }
+        }
+        return {};
+    }
+
+    ancient::FaultInjectingFileSystem fs_;  // outlives chain_
+    std::unique_ptr<db::ChainDb> chain_;
+    uint64_t ancient_items_{0};
+    uint64_t head_{0};
+    std::array<std::vector<uint64_t>, kPlacements.size()> origins_;
+};
+
+Fixture* g_fixture = nullptr;
+
+// ---- benchmarks ----------------------------------------------------------------------------------
+
+void report(benchmark::State& state, uint64_t headers, uint64_t allocations, uint64_t reads) {
+    state.SetItemsProcessed(static_cast<int64_t>(headers));
+    state.counters["allocs_per_call"] =
+        benchmark::Counter(static_cast<double>(allocations), benchmark::Counter::kAvgIterations);
+    state.counters["reads_per_call"] =
+        benchmark::Counter(static_cast<double>(reads), benchmark::Counter::kAvgIterations);
+}
+
+void bm_header_range(benchmark::State& state, Placement placement) {
+    const Fixture& f = *g_fixture;
+    const std::vector<uint64_t>& origins = f.origins(placement);
+    ItemBuffer out;
+    // One pass over every origin before timing: the buffer (and the freezer's scratch) reach the
+    // capacity a long-lived connection would have.
+    for (uint64_t from : origins) {
+        if (auto r = f.chain().header_range(from, kRange, db::Order::kAscending, out); !r) {
+            state.SkipWithError(r.error().message.c_str());
+            return;
+        }
+    }
+    uint64_t headers = 0;
+    size_t i = 0;
+    std::optional<Error> error;
+    const uint64_t reads_before = f.freezer_reads();
+    AllocationScope allocations;
+    for (auto _ : state) {
+        const uint64_t from = origins[i++ % kOrigins];
+        if (auto r = f.chain().header_range(from, kRange, db::Order::kAscending, out); !r) {
+            error = r.error();
+            break;
+        }
+        if (out.size() != kRange) [[unlikely]] {
+            error = make_error("header_range(" + std::to_string(from) + ") returned " + std::to_string(out.size()) +
+                               " headers");
+            break;
+        }
+        headers += out.size();
+        benchmark::DoNotOptimize(out.bytes.data());
+    }
+    const uint64_t allocated = allocations.stop();
+    if (error) {
+        state.SkipWithError(error->message.c_str());
+        return;
+    }
+    report(state, headers, allocated, f.freezer_reads() - reads_before);
+}
+
+void bm_naive(benchmark::State& state, Placement placement) {
+    const Fixture& f = *g_fixture;
+    const std::vector<uint64_t>& origins = f.origins(placement);
+    ItemBuffer out;
+    Bytes rlp;
+    for (size_t i = 0; i < 8; ++i) {
+        if (auto r = naive_range(f.chain(), origins[i], kRange, rlp, out); !r) {
+            state.SkipWithError(r.error().message.c_str());
+            return;
+        }
+    }
+    uint64_t headers = 0;
+    size_t i = 0;
+    std::optional<Error> error;
+    const uint64_t reads_before = f.freezer_reads();
+    AllocationScope allocations;
+    for (auto _ : state) {
+        if (auto r = naive_range(f.chain(), origins[i++ % kOrigins], kRange, rlp, out); !r) {
+            error = r.error();
+            break;
+        }
+        headers += out.size();
+        benchmark::DoNotOptimize(out.bytes.data());
+    }
+    const uint64_t allocated = allocations.stop();
+    if (error) {
+        state.SkipWithError(error->message.c_str());
+        return;
+    }
+    report(state, headers, allocated, f.freezer_reads() - reads_before);
+}
+
+std::optional<Settings> read_settings() {
+    Settings s;
+    const auto headers = env_u64("HEADERD_BENCH_HEADERS", 1'000'000);
+    if (!headers) {
+        std::fprintf(stderr, "bench: HEADERD_BENCH_HEADERS is not a number\n");
+        return std::nullopt;
+    }
+    s.headers = *headers;
+    const auto keep = env_u64("HEADERD_BENCH_KEEP", std::min<uint64_t>(90'000, s.headers / 4));
+    if (!keep) {
+        std::fprintf(stderr, "bench: HEADERD_BENCH_KEEP is not a number\n");
+        return std::nullopt;
+    }
+    s.keep = *keep;
+    // Each placement needs a full range on its side of the boundary.
+    if (s.keep < kRange || s.headers < s.keep + kRange) {
+        std::fprintf(stderr, "bench: need HEADERD_BENCH_KEEP >= %llu and HEADERD_BENCH_HEADERS >= keep + %llu\n",
+                     static_cast<unsigned long long>(kRange), static_cast<unsigned long long>(kRange));
+        return std::nullopt;
+    }
+    s.dir = env_string("HEADERD_BENCH_DIR",
+                       std::string(HEADERD_BENCH_DEFAULT_DIR) + "/bench-chain-" + std::to_string(s.headers));
+    const auto iterations = env_u64("HEADERD_BENCH_ITERATIONS", 0);
+    if (!iterations) {
+        std::fprintf(stderr, "bench: HEADERD_BENCH_ITERATIONS is not a number\n");
+        return std::nullopt;
+    }
+    if (*iterations > 0) s.iterations = *iterations;
+    return s;
+}
+
+void print_summary(const RecordingReporter& r) {
+    if (!r.any()) return;
+    std::printf("\nSummary: %llu-header ranges, headers/s per core (CPU time); ratio = header_range / naive\n",
+                static_cast<unsigned long long>(kRange));
+    std::printf("%-9s %16s %16s %8s %14s %14s %14s %14s\n", "placement", "header_range/s", "naive/s", "ratio",
+                "allocs/call", "naive allocs", "reads/call", "naive reads");
+    for (Placement p : kPlacements) {
+        const std::string fast = std::string("header_range/") + placement_name(p);
+        const std::string slow = std::string("naive/") + placement_name(p);
+        const auto fast_rate = r.get(fast, "items_per_second");
+        const auto slow_rate = r.get(slow, "items_per_second");
+        if (!fast_rate && !slow_rate) continue;
+        auto cell = [](std::optional<double> v, const char* fmt) {
+            char buf[32];
+            if (v) {
+                std::snprintf(buf, sizeof buf, fmt, *v);
+            } else {
+                std::snprintf(buf, sizeof buf, "-");
+            }
+            return std::string(buf);
+        };
+        std::optional<double> ratio;
+        if (fast_rate && slow_rate && *slow_rate > 0) ratio = *fast_rate / *slow_rate;
+        std::printf(
+            "%-9s %16s %16s %8s %14s %14s %14s %14s\n", placement_name(p), cell(fast_rate, "%.0f").c_str(),
+            cell(slow_rate, "%.0f").c_str(), cell(ratio, "%.1fx").c_str(),
+            cell(r.get(fast, "allocs_per_call"), "%.2f").c_str(), cell(r.get(slow, "allocs_per_call"), "%.2f").c_str(),
+            cell(r.get(fast, "reads_per_call"), "%.2f").c_str(), cell(r.get(slow, "reads_per_call"), "%.2f").c_str());
+    }
+}
+
+}  // namespace
+}  // namespace headerd::bench
+
+int main(int argc, char** argv) {
+    using namespace headerd::bench;
+    // Initialize() removes the flags it knows from argv, so look for the listing flags first.
+    bool list_only = false;
+    for (int i = 1; i < argc; ++i) list_only = list_only || std::string_view(argv[i]).starts_with("--benchmark_list");
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    const auto settings = read_settings();
+    if (!settings) return 2;
+
+    for (Placement p : kPlacements) {
+        const std::string suffix = placement_name(p);
+        for (auto* b : {benchmark::RegisterBenchmark(("header_range/" + suffix).c_str(), bm_header_range, p),
+                        benchmark::RegisterBenchmark(("naive/" + suffix).c_str(), bm_naive, p)}) {
+            b->Unit(benchmark::kMicrosecond);
+            if (settings->iterations) b->Iterations(static_cast<benchmark::IterationCount>(*settings->iterations));
+        }
+    }
+
+    // The fixture is built before any timing starts: building it inside a benchmark would make its
+    // first (sizing) run take minutes.
+    std::unique_ptr<Fixture> fixture;
+    if (!list_only) {
+        auto created = Fixture::create(*settings);
+        if (!created) {
+            std::fprintf(stderr, "%s\n", created.error().message.c_str());
+            return 1;
+        }
+        fixture = std::move(*created);
+        g_fixture = fixture.get();
+        std::fprintf(stderr, "bench: datadir %s, %llu headers, blocks [0, %llu) ancient, keep %llu\n",
+                     settings->dir.c_str(), static_cast<unsigned long long>(settings->headers),
+                     static_cast<unsigned long long>(fixture->ancient_items()),
+                     static_cast<unsigned long long>(settings->keep));
+    }
+
+    RecordingReporter reporter(isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_ColorTabular
+                                                     : benchmark::ConsoleReporter::OO_Tabular);
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    if (!list_only) print_summary(reporter);
+    benchmark::Shutdown();
+    return reporter.failed() ? 1 : 0;
+}
