@@ -1,9 +1,11 @@
 #include "db/chain_db.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <shared_mutex>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -31,6 +33,13 @@ leveldb::Slice slice(const std::array<uint8_t, N>& a) {
 }
 leveldb::Slice slice(std::string_view s) { return {s.data(), s.size()}; }
 ByteView view(const std::string& s) { return as_bytes(s); }
+
+// Freezer read buffers: one per thread, so concurrent readers share no state and a warm reader
+// allocates nothing.
+ancient::ReadScratch& freezer_scratch() {
+    thread_local ancient::ReadScratch s;
+    return s;
+}
 
 // Value scratch for LevelDB reads: one per thread, so a warm reader reuses its capacity.
 std::string& read_scratch() {
@@ -86,8 +95,8 @@ struct ChainDb::Impl {
 
     // Guards head, ancient_items and kv_low against a reader seeing a half-moved range.
     mutable std::shared_mutex mu;
-    // Ancient reads reuse the freezer's scratch buffers.
-    mutable std::mutex freezer_mu;
+    // Freezer readers share it (each with its own per-thread scratch); appends and syncs take it alone.
+    mutable std::shared_mutex freezer_mu;
     std::optional<Head> head;
     uint64_t ancient_items{0};
     // Lowest block number whose header is still in LevelDB (may be below ancient_items after an
@@ -118,7 +127,8 @@ struct ChainDb::Impl {
 
     Outcome<void> load_head();
     Outcome<void> check_stores_join();
-    Outcome<void> walk_kv(uint64_t hi, uint64_t lo, ItemBuffer& out) const;
+    // Appends the canonical headers [lo, hi] stored in LevelDB, ascending.
+    Outcome<void> scan_kv(uint64_t lo, uint64_t hi, ItemBuffer& out) const;
 };
 
 ChainDb::ChainDb(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -153,6 +163,9 @@ Outcome<std::unique_ptr<ChainDb>> ChainDb::open(const std::string& datadir, cons
     impl->filter.reset(leveldb::NewBloomFilterPolicy(10));
     lopts.block_cache = impl->cache.get();
     lopts.filter_policy = impl->filter.get();
+    // Imports and generate write in batches of 10,000 headers (about 6 MB): a larger memtable than
+    // LevelDB's 4 MB default turns each batch into fewer, larger level-0 files.
+    lopts.write_buffer_size = 32u << 20;
     leveldb::DB* raw = nullptr;
     leveldb::Status s = leveldb::DB::Open(lopts, impl->chaindata, &raw);
     if (!s.ok()) return make_error(fmt::format("cannot open LevelDB at {}: {}", impl->chaindata, s.ToString()));
@@ -364,28 +377,99 @@ Outcome<void> ChainDb::append(std::span<const NewHeader> headers) {
     return {};
 }
 
-Outcome<void> ChainDb::Impl::walk_kv(uint64_t hi, uint64_t lo, ItemBuffer& out) const {
-    auto top = kv_canonical_hash(hi);
-    if (!top) return top.error();
-    if (!*top) return make_error(fmt::format("LevelDB in {} has no canonical hash for block {}", chaindata, hi));
-    Hash32 hash = **top;
-    std::string& v = read_scratch();
-    for (uint64_t n = hi;; --n) {
-        leveldb::Status s = ldb->Get(leveldb::ReadOptions(), slice(schema::header_key(n, hash)), &v);
-        if (!s.ok()) {
-            return make_error(fmt::format("LevelDB in {}: header {} {}: {}", chaindata, n, to_hex0x(hash),
-                                          s.IsNotFound() ? "missing" : s.ToString()));
+Outcome<void> ChainDb::Impl::scan_kv(uint64_t lo, uint64_t hi, ItemBuffer& out) const {
+    // One iterator pass over the "h" keys of [lo, hi]. For each number LevelDB yields, in key
+    // order, the canonical entry ("h"+num+"n") and the header entries ("h"+num+hash) of every
+    // stored header at that height; the header whose hash is the canonical one is kept. Parent
+    // links are checked against the previous header's hash (taken from its key, so nothing is
+    // hashed), which also catches a canonical mapping that does not form a chain.
+    std::unique_ptr<leveldb::Iterator> it(ldb->NewIterator(leveldb::ReadOptions()));
+    const auto start = schema::canonical_key(lo);
+    it->Seek(leveldb::Slice(reinterpret_cast<const char*>(start.data()), 9));
+
+    // Headers of the current height: their hashes; their bytes are already in `out` from group_begin.
+    thread_local std::vector<Hash32> candidates;
+    candidates.clear();
+    uint64_t n = lo;
+    size_t group_begin = out.size();
+    std::optional<Hash32> canonical;
+    Hash32 parent{};
+    bool have_parent = false;
+
+    auto finish_height = [&]() -> Outcome<void> {
+        if (!canonical) {
+            return make_error(fmt::format("LevelDB in {} has no canonical hash for block {}", chaindata, n));
         }
-        const ByteView rlp = view(v);
-        out.push(rlp);
-        if (n == lo) break;
-        auto peek = peek_header(rlp);
-        if (!peek) {
+        size_t keep = candidates.size();
+        for (size_t i = 0; i < candidates.size(); ++i) {
+            if (candidates[i] == *canonical) keep = i;
+        }
+        if (keep == candidates.size()) {
             return make_error(
-                fmt::format("LevelDB in {}: header {} is corrupt: {}", chaindata, n, peek.error().message()));
+                fmt::format("LevelDB in {}: header {} {} is missing", chaindata, n, to_hex0x(*canonical)));
         }
-        hash = peek->parent_hash;
+        if (candidates.size() > 1) {
+            // Side-chain headers at this height: keep only the canonical one (rare; moves bytes once).
+            const ByteView item = out.item(group_begin + keep);
+            const size_t begin = group_begin == 0 ? 0 : out.ends[group_begin - 1];
+            std::memmove(out.bytes.data() + begin, item.data(), item.size());
+            out.bytes.resize(begin + item.size());
+            out.ends.resize(group_begin + 1);
+            out.ends.back() = out.bytes.size();
+        }
+        const ByteView rlp = out.item(group_begin);
+        auto peek = peek_header(rlp);
+        if (!peek || peek->number != n) {
+            return make_error(
+                fmt::format("LevelDB in {}: header {} is corrupt{}", chaindata, n,
+                            peek ? fmt::format(" (it says block {})", peek->number) : ": " + peek.error().message()));
+        }
+        if (have_parent && peek->parent_hash != parent) {
+            return make_error(fmt::format("LevelDB in {}: header {} parent hash {} does not link to block {} hash {}",
+                                          chaindata, n, to_hex0x(peek->parent_hash), n - 1, to_hex0x(parent)));
+        }
+        parent = *canonical;
+        have_parent = true;
+        return {};
+    };
+
+    for (; it->Valid(); it->Next()) {
+        const leveldb::Slice key = it->key();
+        if (key.size() < 9 || static_cast<uint8_t>(key[0]) != schema::kHeaderPrefix) break;
+        const auto* k = reinterpret_cast<const uint8_t*>(key.data());
+        const uint64_t num = load_be64(k + 1);
+        if (num > hi) break;
+        if (num != n) {
+            if (auto r = finish_height(); !r) return r;
+            if (num != n + 1) {
+                return make_error(fmt::format("LevelDB in {}: header {} is missing", chaindata, n + 1));
+            }
+            n = num;
+            group_begin = out.size();
+            candidates.clear();
+            canonical.reset();
+        }
+        const leveldb::Slice value = it->value();
+        if (key.size() == schema::CanonicalKey{}.size() && k[9] == schema::kCanonicalSuffix) {
+            if (value.size() != 32) {
+                return make_error(
+                    fmt::format("LevelDB in {}: canonical hash of block {} has {} bytes", chaindata, n, value.size()));
+            }
+            Hash32 h;
+            std::memcpy(h.data(), value.data(), 32);
+            canonical = h;
+        } else if (key.size() == schema::HeaderKey{}.size()) {
+            Hash32 h;
+            std::memcpy(h.data(), k + 9, 32);
+            candidates.push_back(h);
+            out.push(as_bytes(std::string_view(value.data(), value.size())));
+        }
     }
+    if (!it->status().ok()) {
+        return make_error(fmt::format("LevelDB scan in {}: {}", chaindata, it->status().ToString()));
+    }
+    if (auto r = finish_height(); !r) return r;
+    if (n != hi) return make_error(fmt::format("LevelDB in {}: header {} is missing", chaindata, n + 1));
     return {};
 }
 
@@ -411,8 +495,9 @@ Outcome<void> ChainDb::header_range(uint64_t from, uint64_t count, Order order, 
     const uint64_t kv_lo = has_ancient ? ancient : lo;
 
     auto read_ancient = [&](uint64_t cap) -> Outcome<void> {
-        std::lock_guard flock(impl_->freezer_mu);
-        return impl_->freezer->read_headers(lo, ancient_hi - lo + 1, cap, out);
+        std::shared_lock flock(impl_->freezer_mu);
+        const ancient::Freezer& freezer = *impl_->freezer;
+        return freezer.read_headers(lo, ancient_hi - lo + 1, cap, out, freezer_scratch());
     };
 
     if (order == Order::kAscending) {
@@ -421,13 +506,12 @@ Outcome<void> ChainDb::header_range(uint64_t from, uint64_t count, Order order, 
             if (out.size() < ancient_hi - lo + 1) return {};  // byte cap reached inside the freezer
         }
         if (has_kv) {
-            const size_t first = out.size();
-            if (auto r = impl_->walk_kv(hi, kv_lo, out); !r) return r;
-            reverse_items(out, first);
+            if (auto r = impl_->scan_kv(kv_lo, hi, out); !r) return r;
         }
     } else {
         if (has_kv) {
-            if (auto r = impl_->walk_kv(hi, kv_lo, out); !r) return r;
+            if (auto r = impl_->scan_kv(kv_lo, hi, out); !r) return r;
+            reverse_items(out, 0);
         }
         if (has_ancient && out.bytes.size() < max_bytes) {
             const size_t first = out.size();
@@ -454,8 +538,8 @@ Outcome<std::optional<Hash32>> ChainDb::canonical_hash(uint64_t number) const {
     std::shared_lock lock(impl_->mu);
     if (!impl_->head || number > impl_->head->number) return std::optional<Hash32>{};
     if (number < impl_->ancient_items) {
-        std::lock_guard flock(impl_->freezer_mu);
-        auto h = impl_->freezer->read_hash(number);
+        std::shared_lock flock(impl_->freezer_mu);
+        auto h = std::as_const(*impl_->freezer).read_hash(number, freezer_scratch());
         if (!h) return h.error();
         return std::optional<Hash32>{*h};
     }
@@ -470,12 +554,13 @@ Outcome<bool> ChainDb::header_by_hash(const Hash32& hash, Bytes& out) const {
     const uint64_t n = **number;
     std::shared_lock lock(impl_->mu);
     if (n < impl_->ancient_items) {
-        std::lock_guard flock(impl_->freezer_mu);
-        auto stored = impl_->freezer->read_hash(n);
+        std::shared_lock flock(impl_->freezer_mu);
+        const ancient::Freezer& freezer = *impl_->freezer;
+        auto stored = freezer.read_hash(n, freezer_scratch());
         if (!stored) return stored.error();
         if (*stored != hash) return false;  // a side-chain header that was never frozen
         ItemBuffer buf;
-        auto r = impl_->freezer->read_headers(n, 1, std::numeric_limits<uint64_t>::max(), buf);
+        auto r = freezer.read_headers(n, 1, std::numeric_limits<uint64_t>::max(), buf, freezer_scratch());
         if (!r) return r.error();
         headerd::append(out, buf.item(0));
         return true;
@@ -518,12 +603,12 @@ Outcome<uint64_t> ChainDb::freeze(const FreezeOptions& options) {
         }
         for (const std::string& r : rlps) views.push_back(view(r));
         {
-            std::lock_guard flock(impl_->freezer_mu);
+            std::unique_lock flock(impl_->freezer_mu);
             if (auto r = impl_->freezer->append(from, views, hashes); !r) return r.error();
         }
         if (options.on_step && !options.on_step(FreezeStep::kAppended, to)) return from;
         {
-            std::lock_guard flock(impl_->freezer_mu);
+            std::unique_lock flock(impl_->freezer_mu);
             if (auto r = impl_->freezer->sync(); !r) return r.error();
         }
         if (options.on_step && !options.on_step(FreezeStep::kSynced, to)) return from;
@@ -539,8 +624,8 @@ Outcome<uint64_t> ChainDb::freeze(const FreezeOptions& options) {
             if (n >= from) {
                 h = hashes[n - from];
             } else {
-                std::lock_guard flock(impl_->freezer_mu);
-                auto fh = impl_->freezer->read_hash(n);
+                std::shared_lock flock(impl_->freezer_mu);
+                auto fh = std::as_const(*impl_->freezer).read_hash(n, freezer_scratch());
                 if (!fh) return fh.error();
                 h = *fh;
             }
@@ -571,7 +656,7 @@ StoreStats ChainDb::stats() const {
         }
     }
     {
-        std::lock_guard flock(impl_->freezer_mu);
+        std::shared_lock flock(impl_->freezer_mu);
         st.ancient_bytes = impl_->freezer->bytes_on_disk();
     }
     std::error_code ec;
