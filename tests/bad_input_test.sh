@@ -54,7 +54,16 @@ expect_fail "hive chain onto mainnet" "block 1" "$HEADERD" import --datadir "$D"
 echo "ok: datadir unchanged after every refused import"
 "$HEADERD" verify --datadir "$D" >/dev/null 2>&1 || fail "verify after refused imports"
 
-# 7. A datadir of another network.
+# 7. verify finds damage: a flipped byte in the freezer's hash table, then in a frozen header.
+cp -a "$D" "$WORK/damaged"
+flip "$D/chaindata/ancient/chain/hashes.0000.rdat" $((32 * 5000 + 7)) "$WORK/damaged/chaindata/ancient/chain/hashes.0000.rdat"
+expect_fail "verify with a damaged hash table" "verify: block 5000 (ancient): canonical hash entry" \
+    "$HEADERD" verify --datadir "$WORK/damaged"
+cp "$D/chaindata/ancient/chain/hashes.0000.rdat" "$WORK/damaged/chaindata/ancient/chain/hashes.0000.rdat"
+flip "$D/chaindata/ancient/chain/headers.0000.cdat" 300000 "$WORK/damaged/chaindata/ancient/chain/headers.0000.cdat"
+expect_fail "verify with a damaged frozen header" "verify: block" "$HEADERD" verify --datadir "$WORK/damaged"
+
+# 8. A datadir of another network.
 S=$WORK/synthetic
 "$HEADERD" generate --datadir "$S" --count 500 >/dev/null 2>&1
 expect_fail "mainnet import into a synthetic datadir" "holds network synthetic" \
@@ -63,7 +72,7 @@ expect_fail "mainnet import into a synthetic datadir" "holds network synthetic" 
 expect_fail "generate into a datadir that holds a chain" "already holds a chain" \
     "$HEADERD" generate --datadir "$S" --count 10
 
-# 8. Missing datadir, bad ranges, bad arguments.
+# 9. Missing datadir, bad ranges, bad arguments.
 expect_fail "inspect of a missing datadir" "$WORK/nowhere" "$HEADERD" inspect --datadir "$WORK/nowhere"
 expect_fail "export past the head" "head is block 8191" \
     "$HEADERD" export --datadir "$D" --from 8000 --count 500 --out "$WORK/x.rlp"
@@ -72,7 +81,7 @@ expect_fail "unknown option" "unknown option --bogus" "$HEADERD" inspect --datad
 expect_fail "bad number" "--count" "$HEADERD" generate --datadir "$WORK/g" --count 12x
 expect_fail "unknown command" "unknown command" "$HEADERD" frobnicate
 
-# 9. A read-only datadir (not meaningful as root, who may write anyway).
+# 10. A read-only datadir (not meaningful as root, who may write anyway).
 if [ "$(id -u)" -ne 0 ]; then
     chmod -R a-w "$D"
     expect_fail "freeze on a read-only datadir" "$D" "$HEADERD" freeze --datadir "$D" --keep 10
