@@ -335,8 +335,9 @@ Outcome<void> Table::load() {
                 // cutting there would drop every later file: refuse, like geth, and keep the data.
                 for (size_t j = i + 1; j < spans.size(); ++j) {
                     if (spans[j].any) {
-                        return error_at(path, 0, "is missing but later data files hold items; refusing to cut the "
-                                                 "table back (restore the file, or remove the table to rebuild it)");
+                        return error_at(path, 0,
+                                        "is missing but later data files hold items; refusing to cut the "
+                                        "table back (restore the file, or remove the table to rebuild it)");
                     }
                 }
                 cut = spans[i].first_pos;

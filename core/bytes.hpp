@@ -13,13 +13,9 @@ using Bytes = std::vector<uint8_t>;
 using ByteView = std::span<const uint8_t>;
 using Hash32 = std::array<uint8_t, 32>;
 
-inline ByteView as_bytes(std::string_view s) noexcept {
-    return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
+inline ByteView as_bytes(std::string_view s) noexcept { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
 
-inline std::string_view as_chars(ByteView b) noexcept {
-    return {reinterpret_cast<const char*>(b.data()), b.size()};
-}
+inline std::string_view as_chars(ByteView b) noexcept { return {reinterpret_cast<const char*>(b.data()), b.size()}; }
 
 inline void append(Bytes& out, ByteView b) { out.insert(out.end(), b.begin(), b.end()); }
 

@@ -15,7 +15,7 @@ Hash32 keccak256(ByteView data) noexcept;
 // Incremental hasher. Copyable: a copy continues from the same state.
 // Not thread-safe; one instance per user.
 class Keccak256 {
-public:
+  public:
     Keccak256();
     ~Keccak256();
     Keccak256(const Keccak256& other);
@@ -27,7 +27,7 @@ public:
     // Digest of everything absorbed so far; the state is left as it was.
     Hash32 digest() const noexcept;
 
-private:
+  private:
     struct State;
     std::unique_ptr<State> state_;
 };

@@ -6,7 +6,7 @@ namespace headerd::rlp {
 namespace {
 
 class DecodeCategory final : public std::error_category {
-public:
+  public:
     const char* name() const noexcept override { return "rlp"; }
     std::string message(int ev) const override {
         switch (static_cast<DecodeError>(ev)) {
@@ -81,9 +81,7 @@ const std::error_category& decode_category() noexcept {
 
 std::error_code make_error_code(DecodeError e) noexcept { return {static_cast<int>(e), decode_category()}; }
 
-size_t header_length(size_t payload_length) noexcept {
-    return payload_length < 56 ? 1 : 1 + be_length(payload_length);
-}
+size_t header_length(size_t payload_length) noexcept { return payload_length < 56 ? 1 : 1 + be_length(payload_length); }
 
 size_t length(ByteView s) noexcept {
     if (s.size() == 1 && s[0] < 0x80) return 1;

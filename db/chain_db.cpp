@@ -166,6 +166,7 @@ Outcome<std::unique_ptr<ChainDb>> ChainDb::open(const std::string& datadir, cons
     // Imports and generate write in batches of 10,000 headers (about 6 MB): a larger memtable than
     // LevelDB's 4 MB default turns each batch into fewer, larger level-0 files.
     lopts.write_buffer_size = 32u << 20;
+    lopts.block_size = 16u << 10;
     leveldb::DB* raw = nullptr;
     leveldb::Status s = leveldb::DB::Open(lopts, impl->chaindata, &raw);
     if (!s.ok()) return make_error(fmt::format("cannot open LevelDB at {}: {}", impl->chaindata, s.ToString()));

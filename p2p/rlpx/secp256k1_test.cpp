@@ -1,0 +1,166 @@
+#include "p2p/rlpx/secp256k1.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/keccak.hpp"
+#include "p2p/rlpx/test_util.hpp"
+#include "p2p/rlpx/test_vectors.hpp"
+
+namespace headerd::rlpx {
+namespace {
+
+using test::hash;
+using test::hex;
+using test::to_hex;
+
+struct KeyPair {
+    const char* private_key;
+    const char* public_key;
+};
+
+// Section A (ethereumjs testdata.json pubkeys) and E2 (go-ethereum TestSharedKeyPadding: a
+// private key with a leading zero byte).
+TEST(Secp256k1, PublicKeyFromPrivateKey) {
+    const KeyPair pairs[] = {
+        {vectors::kKeyA, vectors::kPubA},
+        {vectors::kKeyB, vectors::kPubB},
+        {vectors::kEphKeyA, vectors::kEphPubA},
+        {vectors::kEphKeyB, vectors::kEphPubB},
+        {"1adf5c18167d96a1f9a0b1ef63be8aa27eaf6032c233b2b38f7850cf5b859fd9",
+         "1a8ed022ff7aec59dc1b440446bdda5ff6bcb3509a8b109077282b361efffbd8"
+         "e040bd480b1deccc3bc40bd5b1fdcb7bfd352500b477cb9471366dbd4493f923"},
+        {"0097a076fc7fcd9208240668e31c9abee952cbb6e375d1b8febc7499d6e16f1a",
+         "6ab3ac374251f638d0abb3ef596d1dc67955b507c104e5f2009724812dc027b8"
+         "8ad915f2b503a8be6facab6588731fefeb584fd2dfa9a77a5e0bba1ec439e4fa"},
+    };
+    for (const auto& p : pairs) {
+        auto key = PrivateKey::from_bytes(hex(p.private_key));
+        ASSERT_TRUE(key) << p.private_key;
+        EXPECT_EQ(to_hex(key->public_key().bytes()), p.public_key);
+        EXPECT_EQ(to_hex(key->bytes()), p.private_key);
+        auto pub = PublicKey::from_bytes(hex(p.public_key));
+        ASSERT_TRUE(pub);
+        EXPECT_EQ(*pub, key->public_key());
+    }
+}
+
+TEST(Secp256k1, NodeIdIsKeccakOfPublicKey) {
+    const PublicKey pub = test::public_key(vectors::kPubA);
+    EXPECT_EQ(pub.node_id(), keccak256(hex(vectors::kPubA)));
+}
+
+// go-ethereum TestSharedKeyStatic (E2) and the section A static shared secret.
+TEST(Secp256k1, EcdhIsRawXCoordinate) {
+    const PrivateKey prv1 = test::private_key("7ebbc6a8358bc76dd73ebc557056702c8cfc34e5cfcd90eb83af0347575fd2ad");
+    const PrivateKey prv2 = test::private_key("6a3d6396903245bba5837752b9e0348874e72db0c4e11e9c485a81b4ea4353b9");
+    const char* shared = "167ccc13ac5e8a26b131c3446030c60fbfac6aa8e31149d0869f93626a4cdf62";
+    EXPECT_EQ(to_hex(ecdh(prv1, prv2.public_key()).value()), shared);
+    EXPECT_EQ(to_hex(ecdh(prv2, prv1.public_key()).value()), shared);
+
+    const PrivateKey a = test::private_key(vectors::kKeyA);
+    const PrivateKey b = test::private_key(vectors::kKeyB);
+    EXPECT_EQ(to_hex(ecdh(a, b.public_key()).value()), vectors::kStaticSharedAB);
+    EXPECT_EQ(to_hex(ecdh(b, a.public_key()).value()), vectors::kStaticSharedAB);
+    EXPECT_NE(to_hex(ecdh(a, b.public_key()).value()), vectors::kStaticSharedABDefaultHash);
+
+    const PrivateKey eph_a = test::private_key(vectors::kEphKeyA);
+    const PrivateKey eph_b = test::private_key(vectors::kEphKeyB);
+    EXPECT_EQ(to_hex(ecdh(eph_a, eph_b.public_key()).value()), vectors::kEphemeralShared);
+}
+
+// The auth signature of section A recovers to the ephemeral public key (v = 0). It was not made
+// with RFC 6979 nonces, so ours differs in bytes but must recover to the same key.
+TEST(Secp256k1, SignAndRecoverAuthSignature) {
+    const Hash32 message = hash(vectors::kSignedMessage);
+    auto pub = recover(hex(vectors::kAuthSignature), message);
+    ASSERT_TRUE(pub);
+    EXPECT_EQ(to_hex(pub->bytes()), vectors::kEphPubA);
+
+    const PrivateKey eph_a = test::private_key(vectors::kEphKeyA);
+    auto sig = sign_recoverable(eph_a, message);
+    ASSERT_TRUE(sig);
+    EXPECT_EQ(sign_recoverable(eph_a, message).value(), *sig);  // deterministic
+    auto ours = recover(*sig, message);
+    ASSERT_TRUE(ours);
+    EXPECT_EQ(to_hex(ours->bytes()), vectors::kEphPubA);
+}
+
+TEST(Secp256k1, SignRecoverRoundTripWithFreshKeys) {
+    for (int i = 0; i < 16; ++i) {
+        auto key = PrivateKey::generate();
+        ASSERT_TRUE(key);
+        Hash32 message;
+        ASSERT_TRUE(random_bytes(message));
+        auto sig = sign_recoverable(*key, message);
+        ASSERT_TRUE(sig);
+        EXPECT_LE((*sig)[64], 1);
+        auto pub = recover(*sig, message);
+        ASSERT_TRUE(pub);
+        EXPECT_EQ(*pub, key->public_key());
+        // Another message recovers some other key, or none.
+        message[0] ^= 1;
+        auto other = recover(*sig, message);
+        if (other) {
+            EXPECT_NE(*other, key->public_key());
+        }
+    }
+}
+
+TEST(Secp256k1, GeneratedKeysDiffer) {
+    auto a = PrivateKey::generate();
+    auto b = PrivateKey::generate();
+    ASSERT_TRUE(a && b);
+    EXPECT_NE(a->bytes(), b->bytes());
+    EXPECT_EQ(PrivateKey::from_bytes(a->bytes()).value().public_key(), a->public_key());
+}
+
+TEST(Secp256k1, InvalidPrivateKeys) {
+    const char* bad[] = {
+        "0000000000000000000000000000000000000000000000000000000000000000",
+        "fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141",  // n
+        "fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364142",  // n + 1
+        "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+        "49a7b37aa6f6645917e7b807e9d1c00d4fa71f18343b0d4122a4d2df64dd6f",  // 31 bytes
+        "49a7b37aa6f6645917e7b807e9d1c00d4fa71f18343b0d4122a4d2df64dd6fee00", "",
+    };
+    for (const char* h : bad) {
+        auto key = PrivateKey::from_bytes(hex(h));
+        ASSERT_FALSE(key) << h;
+        EXPECT_EQ(key.error(), Errc::kInvalidPrivateKey);
+    }
+    EXPECT_TRUE(PrivateKey::from_bytes(hex("fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364140")));
+}
+
+TEST(Secp256k1, InvalidPublicKeys) {
+    Bytes off_curve = hex(vectors::kPubA);
+    off_curve[63] ^= 1;
+    Bytes prefixed = hex(vectors::kPubA);
+    prefixed.insert(prefixed.begin(), 0x04);
+    const Bytes cases[] = {off_curve, Bytes(64, 0), Bytes(63, 1), prefixed, Bytes{}};
+    for (const Bytes& b : cases) {
+        auto pub = PublicKey::from_bytes(b);
+        ASSERT_FALSE(pub) << to_hex(b);
+        EXPECT_EQ(pub.error(), Errc::kInvalidPublicKey);
+    }
+}
+
+TEST(Secp256k1, InvalidSignatures) {
+    const Hash32 message = hash(vectors::kSignedMessage);
+    const Bytes good = hex(vectors::kAuthSignature);
+    Bytes v4 = good;
+    v4[64] = 4;
+    Bytes v27 = good;
+    v27[64] = 27;
+    Bytes zero_r = good;
+    std::fill(zero_r.begin(), zero_r.begin() + 32, 0);
+    Bytes short_sig(good.begin(), good.end() - 1);
+    const Bytes cases[] = {v4, v27, zero_r, short_sig, Bytes(65, 0xff)};
+    for (const Bytes& b : cases) {
+        auto pub = recover(b, message);
+        ASSERT_FALSE(pub) << to_hex(b);
+        EXPECT_EQ(pub.error(), Errc::kInvalidSignature);
+    }
+}
+
+}  // namespace
+}  // namespace headerd::rlpx
