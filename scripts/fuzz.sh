@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 seconds=${HEADERD_FUZZ_SECONDS:-30}
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEADERD_FUZZ=ON \
     -DHEADERD_BUILD_TESTS=OFF -DHEADERD_BUILD_BENCHMARKS=OFF -DHEADERD_WERROR=OFF >/dev/null
-cmake --build build-fuzz --target core_fuzz --parallel "$(nproc)"
+cmake --build build-fuzz --target core_fuzz rlpx_fuzz --parallel "$(nproc)"
 
 corpus=build-fuzz/corpus/core
 mkdir -p "$corpus"
@@ -15,4 +15,17 @@ mkdir -p "$corpus"
 { printf '\x00'; head -c 2000 tests/data/mainnet-headers-0-8191.rlp; } >"$corpus/rlp"
 { printf '\x04'; head -c 200000 tests/data/mainnet-00000-5ec1ffb8.era1; } >"$corpus/era1"
 printf '\x03\xc6\x84\xfc\x64\xec\x04\x83\x11\x8c\x30' >"$corpus/forkid"
-./build-fuzz/fuzz/core_fuzz "$corpus" -max_total_time="$seconds" -max_len=300000 -print_final_stats=1 2>&1 | tail -12
+run() {
+    local target=$1 dir=$2
+    shift 2
+    echo "== $target ($seconds s)"
+    "./build-fuzz/fuzz/$target" "$dir" -max_total_time="$seconds" -print_final_stats=1 "$@" 2>&1 | tail -6
+}
+run core_fuzz "$corpus" -max_len=300000
+
+# RLPx: an EIP-8 size prefix (selector 0) and a frame stream (selector 1), seeded with fixed bytes of the test data.
+rcorpus=build-fuzz/corpus/rlpx
+mkdir -p "$rcorpus"
+{ printf '\x00\x01\xb3'; tail -c 435 tests/data/mainnet-headers-0-8191.rlp; } >"$rcorpus/auth"
+{ printf '\x01'; tail -c 256 tests/data/mainnet-00000-5ec1ffb8.era1; } >"$rcorpus/frames"
+run rlpx_fuzz "$rcorpus" -max_len=4096
