@@ -1,0 +1,68 @@
+#pragma once
+
+// The eth handshake's Status: what we send (built from the chain config and the head) and the
+// checks a remote Status must pass (geth's readStatus68/69). Every failure has its own code and a
+// message naming the field and both values; all map to Disconnect 0x10 (subprotocol error), the
+// reason geth sends. docs/wire.md describes the eth/69 range we advertise.
+
+#include <cstdint>
+#include <string>
+#include <system_error>
+#include <type_traits>
+
+#include <boost/system/result.hpp>
+
+#include "core/chain_config.hpp"
+#include "db/chain_db.hpp"
+#include "p2p/eth/base_protocol.hpp"
+#include "p2p/eth/messages.hpp"
+
+namespace headerd::eth {
+
+enum class StatusError {
+    kVersionMismatch = 1,  // Status version differs from the negotiated eth version
+    kNetworkIdMismatch,
+    kGenesisMismatch,
+    kForkIdRejected,     // EIP-2124 filter said no
+    kInvalidBlockRange,  // eth/69: earliest > latest or zero latest hash
+};
+
+const std::error_category& status_category() noexcept;
+std::error_code make_error_code(StatusError e) noexcept;
+
+struct StatusRejection {
+    std::error_code code;  // a StatusError
+    std::string message;   // e.g. "network id mismatch: remote 5, local 1"
+    p2p::DisconnectReason reason{p2p::DisconnectReason::kSubprotocolError};
+};
+
+using StatusCheck = boost::system::result<void, StatusRejection>;
+
+// Our Status for eth/68: total difficulty and hash of the head, forkid at the head.
+StatusMessage68 make_status68(const ChainConfig& config, const db::Head& head);
+// Our Status for eth/69. headerd serves headers only, so the full-block range it advertises is the
+// honest minimum: earliest = latest = head.
+StatusMessage69 make_status69(const ChainConfig& config, const db::Head& head);
+// The range update sent whenever the head changes (eth/69), same range as make_status69.
+BlockRangeUpdate make_block_range_update(const db::Head& head);
+
+// Checks a remote Status against our chain and the version negotiated in Hello. Order as geth:
+// network id, version, genesis, forkid (against our head number and time), then for eth/69 the
+// block range.
+StatusCheck validate_status(const StatusMessage68& remote, const ChainConfig& config, uint64_t head_number,
+                            uint64_t head_time, uint64_t negotiated_version);
+StatusCheck validate_status(const StatusMessage69& remote, const ChainConfig& config, uint64_t head_number,
+                            uint64_t head_time, uint64_t negotiated_version);
+
+// Called by StatusCheck::value() on a rejection.
+[[noreturn]] void throw_exception_from_error(const StatusRejection& e, const boost::source_location& loc);
+
+// The reason to send when a peer's message fails with `ec` from any decoder or check in p2p/eth
+// (and the rlp/forkid errors they pass through): identity problems 0x07, p2p < 5 0x06, nothing
+// shared 0x03, Status checks 0x10, everything else malformed 0x02 (protocol breach).
+p2p::DisconnectReason disconnect_reason_for(const std::error_code& ec) noexcept;
+
+}  // namespace headerd::eth
+
+template <>
+struct std::is_error_code_enum<headerd::eth::StatusError> : std::true_type {};
