@@ -9,5 +9,7 @@ int cmd_export(int argc, char** argv);
 int cmd_inspect(int argc, char** argv);
 int cmd_verify(int argc, char** argv);
 int cmd_freeze(int argc, char** argv);
+int cmd_serve(int argc, char** argv);
+int cmd_get(int argc, char** argv);
 
 }  // namespace headerd::node

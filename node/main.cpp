@@ -22,6 +22,8 @@ constexpr Command kCommands[] = {
     {"inspect", headerd::node::cmd_inspect, "show heads, counts, sizes, genesis and fork id"},
     {"verify", headerd::node::cmd_verify, "recheck every stored header"},
     {"freeze", headerd::node::cmd_freeze, "move old headers into the ancient store"},
+    {"serve", headerd::node::cmd_serve, "serve the stored headers to devp2p peers"},
+    {"get", headerd::node::cmd_get, "ask a peer for headers"},
 };
 
 void usage(std::FILE* out) {

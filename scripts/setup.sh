@@ -10,6 +10,11 @@ packages=(
     libgtest-dev libgmock-dev libbenchmark-dev
     strace
 )
+# Node.js and npm run the interop tests' independent peer; any Node.js >= 18 will do, so a
+# machine that already has one (from Debian or NodeSource) keeps it.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -6,5 +6,7 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 ./scripts/build.sh
 ./scripts/check_format.sh
+# The interop tests' independent peer (@ethereumjs/devp2p), pinned by the committed lockfile.
+(cd tests/interop && npm ci --no-audit --no-fund --loglevel=error)
 ctest --test-dir "${HEADERD_BUILD_DIR:-build}" --output-on-failure --parallel "$(nproc)" --timeout 900
 HEADERD_FUZZ_SECONDS=${HEADERD_FUZZ_SECONDS:-30} ./scripts/fuzz.sh

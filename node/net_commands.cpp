@@ -1,0 +1,229 @@
+// `headerd serve` and `headerd get`: the devp2p side of the binary.
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <random>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+
+#include "core/block_header.hpp"
+#include "core/hex.hpp"
+#include "node/cli.hpp"
+#include "node/commands.hpp"
+#include "node/common.hpp"
+#include "p2p/node_key.hpp"
+#include "p2p/peer.hpp"
+#include "p2p/server.hpp"
+
+namespace headerd::node {
+namespace {
+
+namespace asio = boost::asio;
+using p2p::tcp;
+
+// HOST:PORT with a numeric host (IPv4, or [IPv6]); port 0 picks a free port.
+Outcome<tcp::endpoint> parse_listen(const std::string& text) {
+    const size_t colon = text.rfind(':');
+    if (colon == std::string::npos) return make_error(fmt::format("--listen {}: expected HOST:PORT", text));
+    std::string host = text.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    auto port = parse_u64(text.substr(colon + 1));
+    if (!port || *port > 65535) return make_error(fmt::format("--listen {}: bad port", text));
+    boost::system::error_code ec;
+    const auto address = asio::ip::make_address(host, ec);
+    if (ec) return make_error(fmt::format("--listen {}: '{}' is not an IP address", text, host));
+    return tcp::endpoint(address, static_cast<uint16_t>(*port));
+}
+
+struct GetJob {
+    p2p::Enode peer;
+    p2p::LocalNode local;
+    eth::GetBlockHeadersRequest request;
+    std::chrono::seconds timeout;
+    std::vector<Bytes> headers;
+    double rtt_ms;
+};
+
+// Dial, handshake, Hello + Status, one request, goodbye. REQUIRES: job outlives the coroutine.
+asio::awaitable<void> fetch(GetJob* job) {
+    auto executor = co_await asio::this_coro::executor;
+    tcp::resolver resolver(executor);
+    auto endpoints =
+        co_await resolver.async_resolve(job->peer.host, std::to_string(job->peer.port), asio::use_awaitable);
+    tcp::socket socket(executor);
+    co_await asio::async_connect(socket, endpoints, asio::use_awaitable);
+    p2p::Connection conn(std::move(socket));
+    co_await conn.dial_handshake(*job->local.key, job->peer.key, p2p::kHandshakeTimeout);
+    const p2p::EthLink link = co_await p2p::establish(conn, job->local);
+    spdlog::debug("Connected                                peer={} client=\"{}\" eth={}", conn.remote_address(),
+                  link.client_id, link.version);
+    const auto sent = std::chrono::steady_clock::now();
+    job->headers = co_await p2p::request_headers(conn, link, job->request, job->timeout);
+    job->rtt_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count();
+    co_await conn.disconnect(p2p::DisconnectReason::kRequested);
+}
+
+}  // namespace
+
+int cmd_serve(int argc, char** argv) {
+    const CommandSpec spec{
+        "serve",
+        "serve the stored headers to devp2p peers (RLPx, eth/68 and eth/69)",
+        "--datadir DIR [--listen HOST:PORT] [--max-peers N]",
+        {datadir_option(),
+         {"listen", "HOST:PORT", "TCP address to accept peers on (port 0: any free port)", "127.0.0.1:30303", false},
+         {"max-peers", "N", "peers served at once; more get Disconnect \"too many peers\"", "50", false},
+         verbosity_option()},
+        false,
+        ""};
+    int code = 0;
+    auto args = start(spec, argc, argv, &code);
+    if (!args) return code;
+    auto listen = parse_listen(args->get_or("listen", "127.0.0.1:30303"));
+    if (!listen) return fail(listen.error().message);
+    auto max_peers = args->get_u64("max-peers", 50);
+    if (!max_peers) return fail(max_peers.error().message);
+    const std::string datadir = *args->get("datadir");
+
+    auto chain = open_existing(datadir, false);
+    if (!chain) return fail(chain.error().message);
+    const db::ChainDb& db = **chain;
+    if (db.config() == nullptr || !db.head()) {
+        return fail(fmt::format("datadir {} holds no headers to serve; import or generate first", datadir));
+    }
+    auto key = p2p::load_or_create_node_key(datadir);
+    if (!key) return fail(key.error().message);
+
+    asio::io_context io(1);
+    p2p::ServerOptions options;
+    options.listen = *listen;
+    options.max_peers = *max_peers;
+    p2p::Server server(io, db, *key, options);
+    if (auto r = server.listen(); !r) return fail(r.error().message);
+    const tcp::endpoint bound = server.local_endpoint();
+    const std::string enode = p2p::enode_url(key->public_key(), bound.address().to_string(), bound.port());
+    const std::string enode_path = (std::filesystem::path(datadir) / "enode").string();
+    if (auto r = p2p::write_file_atomic(enode_path, enode + "\n", 0644); !r) return fail(r.error().message);
+
+    asio::signal_set signals(io, SIGINT, SIGTERM);
+    signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+        if (ec) return;
+        spdlog::info("Shutting down                            signal={} peers={}", signo, server.peers());
+        server.stop();
+    });
+    server.start();
+    const auto head = db.head();
+    spdlog::info("Serving headers                          network={} head={} hash={} listen={}:{}", db.config()->name,
+                 head->number, to_hex0x(head->hash), bound.address().to_string(), bound.port());
+    std::cout << enode << std::endl;
+    io.run();
+    spdlog::info("Stopped                                  datadir={}", datadir);
+    return kExitOk;
+}
+
+int cmd_get(int argc, char** argv) {
+    const CommandSpec spec{"get",
+                           "ask a peer for headers with one GetBlockHeaders request",
+                           "--peer ENODE --origin NUM|HASH --amount N [--skip K] [--reverse] [--format rlp|json]",
+                           {{"peer", "ENODE", "enode://ID@HOST:PORT of the peer", "", true},
+                            {"origin", "NUM|HASH", "first block: a number, or a 0x-prefixed 32-byte hash", "", true},
+                            {"amount", "N", "headers to ask for", "", true},
+                            {"skip", "K", "blocks to skip between headers", "0", false},
+                            {"reverse", "", "walk towards the genesis", "", false},
+                            {"format", "rlp|json", "one header per line: RLP hex, or JSON with its hash", "rlp", false},
+                            {"timeout", "SECONDS", "deadline for connecting and for the reply", "10", false},
+                            verbosity_option()},
+                           false,
+                           ""};
+    int code = 0;
+    auto args = start(spec, argc, argv, &code);
+    if (!args) return code;
+    auto peer = p2p::parse_enode(*args->get("peer"));
+    if (!peer) return fail(peer.error().message);
+    eth::GetBlockHeadersRequest request;
+    const std::string origin = *args->get("origin");
+    if (origin.size() == 66 && origin.rfind("0x", 0) == 0) {
+        auto hash = hash_from_hex(origin);
+        if (!hash) return fail(fmt::format("--origin {}: not a 32-byte hash", origin));
+        request.origin = eth::HashOrNumber::of(*hash);
+    } else {
+        auto number = parse_u64(origin);
+        if (!number) return fail(fmt::format("--origin: {}", number.error().message));
+        request.origin = eth::HashOrNumber::of(*number);
+    }
+    auto amount = args->get_u64("amount", 0);
+    auto skip = args->get_u64("skip", 0);
+    auto timeout = args->get_u64("timeout", 10);
+    if (!amount) return fail(amount.error().message);
+    if (!skip) return fail(skip.error().message);
+    if (!timeout || *timeout == 0) return fail("--timeout must be a positive number of seconds");
+    request.amount = *amount;
+    request.skip = *skip;
+    request.reverse = args->has("reverse");
+    const std::string format = args->get_or("format", "rlp");
+    if (format != "rlp" && format != "json") return fail(fmt::format("--format {}: expected rlp or json", format));
+    request.request_id = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);
+
+    auto key = rlpx::PrivateKey::generate();  // a throwaway identity: get keeps no state
+    if (!key) return fail("cannot generate a key: " + key.error().message());
+    // Without a chain of our own we present the mainnet genesis as our head: every mainnet peer
+    // accepts that fork id (a node that has not synced yet).
+    const ChainConfig& config = mainnet_config();
+    p2p::LocalNode local;
+    local.key = &*key;
+    local.client_id = "headerd/v0.1.0";
+    local.config = &config;
+    local.head = db::Head{0, config.genesis_hash, U256(17'179'869'184u), 0};
+
+    asio::io_context io(1);
+    GetJob job{*peer, local, request, std::chrono::seconds(*timeout), {}, 0};
+    const auto deadline = job.timeout;
+    std::string error;
+    // The whole exchange runs under one deadline; the guard stops the loop if anything hangs.
+    asio::steady_timer guard(io, deadline + p2p::kHandshakeTimeout);
+    guard.async_wait([&](const boost::system::error_code& ec) {
+        if (!ec) {
+            error = "timed out";
+            io.stop();
+        }
+    });
+    asio::co_spawn(io, fetch(&job), [&](std::exception_ptr e) {
+        guard.cancel();
+        if (!e) return;
+        try {
+            std::rethrow_exception(e);
+        } catch (const std::exception& ex) {
+            error = ex.what();
+        }
+    });
+    io.run();
+    if (!error.empty()) return fail(fmt::format("peer {}:{}: {}", peer->host, peer->port, error));
+
+    for (const Bytes& rlp : job.headers) {
+        if (format == "rlp") {
+            std::cout << to_hex0x(rlp) << "\n";
+            continue;
+        }
+        const BlockHeader h = *decode_block_header(rlp);  // request_headers checked every header
+        boost::json::object o{
+            {"number", h.number},       {"hash", to_hex0x(header_hash(rlp))}, {"parent_hash", to_hex0x(h.parent_hash)},
+            {"timestamp", h.timestamp}, {"difficulty", h.difficulty.str()},   {"gas_limit", h.gas_limit},
+            {"gas_used", h.gas_used},   {"fields", h.field_count()},          {"rlp", to_hex0x(rlp)}};
+        std::cout << boost::json::serialize(o) << "\n";
+    }
+    std::cout.flush();
+    spdlog::info("Received headers                         peer={}:{} count={} rtt={:.3f}ms", peer->host, peer->port,
+                 job.headers.size(), job.rtt_ms);
+    return kExitOk;
+}
+
+}  // namespace headerd::node

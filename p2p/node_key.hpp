@@ -1,0 +1,34 @@
+#pragma once
+
+// The node's identity: DATADIR/nodekey (the secp256k1 private key as 64 hex characters, file mode
+// 0600, created on first start and reused) and its enode URL.
+
+#include <cstdint>
+#include <string>
+
+#include "core/result.hpp"
+#include "p2p/rlpx/secp256k1.hpp"
+
+namespace headerd::p2p {
+
+// Loads DATADIR/nodekey, or creates it (0600, written to a temporary file, fsynced and renamed)
+// when it does not exist. A file that is not a valid key is an error naming it; it is never
+// replaced.
+Outcome<rlpx::PrivateKey> load_or_create_node_key(const std::string& datadir);
+
+// enode://<128 hex of the public key>@HOST:PORT
+std::string enode_url(const rlpx::PublicKey& key, const std::string& host, uint16_t port);
+
+struct Enode {
+    rlpx::PublicKey key;
+    std::string host;
+    uint16_t port{0};
+};
+
+// Parses enode://<128 hex>@HOST:PORT (an optional ?discport=N suffix is ignored).
+Outcome<Enode> parse_enode(const std::string& url);
+
+// Writes `content` to PATH atomically (temporary file, fsync, rename) with the given mode.
+Outcome<void> write_file_atomic(const std::string& path, const std::string& content, unsigned mode);
+
+}  // namespace headerd::p2p

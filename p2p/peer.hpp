@@ -1,0 +1,62 @@
+#pragma once
+
+// The devp2p + eth conversation on top of a Connection: Hello and capability negotiation, the eth
+// Status exchange, then either serving requests (an inbound peer) or asking for headers (the
+// dialing client of `headerd get`). Limits and disconnect behaviour: docs/wire.md.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "core/chain_config.hpp"
+#include "db/chain_db.hpp"
+#include "p2p/connection.hpp"
+#include "p2p/eth/messages.hpp"
+#include "p2p/eth/serve.hpp"
+
+namespace headerd::p2p {
+
+inline constexpr auto kHandshakeTimeout = std::chrono::seconds(5);
+// A peer that sends nothing for this long gets a Ping; one that stays silent for two periods is
+// dropped with "ping timeout" (geth pings every 15 s and drops after 30 s of silence).
+inline constexpr auto kIdlePeriod = std::chrono::seconds(15);
+inline constexpr auto kWriteTimeout = std::chrono::seconds(10);
+
+// Who we are on the wire.
+struct LocalNode {
+    const rlpx::PrivateKey* key{nullptr};
+    std::string client_id;
+    const ChainConfig* config{nullptr};
+    // Our head for Status: from the database when serving, the genesis for a client without a chain.
+    db::Head head;
+};
+
+// The result of Hello + Status.
+struct EthLink {
+    uint64_t version{0};  // negotiated eth version (68 or 69)
+    uint64_t offset{0};   // absolute id of eth message 0
+    std::string client_id;
+};
+
+// Hello, capability negotiation and Status, both directions, within kHandshakeTimeout. Throws
+// PeerError with the matching disconnect reason (useless peer, unexpected identity, subprotocol
+// error for a bad Status, ...).
+asio::awaitable<EthLink> establish(Connection& conn, const LocalNode& local);
+
+// Serves an established inbound peer until it disconnects or misbehaves: GetBlockHeaders through
+// `server`, empty replies to bodies/receipts/pooled transactions, Ping/Pong, gossip ignored,
+// anything else a protocol breach. Throws PeerError on the way out (a Disconnect from the peer
+// included, with can_send() false).
+asio::awaitable<void> serve_peer(Connection& conn, const EthLink& link, const eth::HeaderServer& server);
+
+// Client side: one GetBlockHeaders request; returns the headers' RLP. Answers Pings while waiting,
+// ignores gossip, and checks the reply: matching request id, no more headers than asked, each one a
+// well-formed header.
+asio::awaitable<std::vector<Bytes>> request_headers(Connection& conn, const EthLink& link,
+                                                    const eth::GetBlockHeadersRequest& request,
+                                                    std::chrono::steady_clock::duration timeout);
+
+}  // namespace headerd::p2p

@@ -1,0 +1,130 @@
+#include "p2p/server.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "core/hex.hpp"
+#include "p2p/peer.hpp"
+
+namespace headerd::p2p {
+
+Server::Server(asio::io_context& io, const db::ChainDb& db, const rlpx::PrivateKey& key, ServerOptions options)
+    : io_(io), db_(db), key_(key), options_(std::move(options)), headers_(db), acceptor_(io) {}
+
+Server::~Server() = default;
+
+Outcome<void> Server::listen() {
+    boost::system::error_code ec;
+    const std::string where = fmt::format("{}:{}", options_.listen.address().to_string(), options_.listen.port());
+    acceptor_.open(options_.listen.protocol(), ec);
+    if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(options_.listen, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return make_error(fmt::format("cannot listen on {}: {}", where, ec.message()));
+    return {};
+}
+
+tcp::endpoint Server::local_endpoint() const {
+    boost::system::error_code ec;
+    return acceptor_.local_endpoint(ec);
+}
+
+void Server::start() {
+    asio::co_spawn(io_, accept_loop(), [](std::exception_ptr e) {
+        if (!e) return;
+        try {
+            std::rethrow_exception(e);
+        } catch (const std::exception& ex) {
+            spdlog::error("Accept loop failed                       err=\"{}\"", ex.what());
+        }
+    });
+}
+
+void Server::stop() {
+    if (stopping_) return;
+    stopping_ = true;
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+    // Wakes every session from its read; each then says "client quitting" and closes.
+    for (const auto& conn : connections_) conn->socket().cancel(ec);
+}
+
+asio::awaitable<void> Server::accept_loop() {
+    while (!stopping_) {
+        auto [ec, socket] = co_await acceptor_.async_accept(asio::as_tuple(asio::use_awaitable));
+        if (ec) {
+            if (stopping_ || ec == asio::error::operation_aborted) break;
+            spdlog::warn("Accept failed                            err=\"{}\"", ec.message());
+            continue;
+        }
+        if (pending_ >= options_.max_pending) {
+            boost::system::error_code ignored;
+            socket.close(ignored);  // no frames before the handshake: nothing else to say
+            continue;
+        }
+        auto conn = std::make_shared<Connection>(std::move(socket));
+        connections_.insert(conn);
+        asio::co_spawn(io_, run_session(conn), [this, conn](std::exception_ptr e) {
+            connections_.erase(conn);
+            if (!e) return;
+            try {
+                std::rethrow_exception(e);
+            } catch (const std::exception& ex) {
+                spdlog::error("Peer session failed                      peer={} err=\"{}\"", conn->remote_address(),
+                              ex.what());
+            }
+        });
+    }
+}
+
+asio::awaitable<void> Server::run_session(std::shared_ptr<Connection> conn) {
+    const std::string address = conn->remote_address();
+    bool established = false;
+    DisconnectReason reason = DisconnectReason::kRequested;
+    bool say_goodbye = false;
+    std::string why;
+    ++pending_;
+    try {
+        try {
+            co_await conn->accept_handshake(key_, kHandshakeTimeout);
+        } catch (...) {
+            --pending_;
+            throw;
+        }
+        --pending_;
+        if (established_ >= options_.max_peers) throw PeerError(DisconnectReason::kTooManyPeers, "too many peers");
+        ++established_;
+        established = true;
+        LocalNode local{&key_, options_.client_id, db_.config(), *db_.head()};
+        EthLink link = co_await establish(*conn, local);
+        spdlog::debug("Peer connected                           peer={} client=\"{}\" eth={}", address, link.client_id,
+                      link.version);
+        co_await serve_peer(*conn, link, headers_);
+    } catch (const PeerError& e) {
+        reason = e.reason();
+        say_goodbye = e.can_send();
+        why = e.what();
+    } catch (const std::exception& e) {
+        reason = DisconnectReason::kProtocolBreach;
+        say_goodbye = true;
+        why = e.what();
+    }
+    if (stopping_) {
+        reason = DisconnectReason::kQuitting;
+        say_goodbye = true;
+    }
+    if (established) --established_;
+    // Peer-caused endings are logged at debug level only: a peer must not be able to flood the log.
+    spdlog::debug("Peer disconnected                        peer={} reason=\"{}\" err=\"{}\"", address,
+                  to_string(reason), why);
+    if (say_goodbye) {
+        co_await conn->disconnect(reason);
+    } else {
+        conn->close();
+    }
+}
+
+}  // namespace headerd::p2p

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# headerd against an independent devp2p implementation (@ethereumjs/devp2p 10.0.0), both ways:
+#   serve: client.js (ethereumjs) -> headerd serve, on a datadir holding mainnet 0..8191 with
+#          0..7191 frozen into ancient/ and 7192..8191 in LevelDB; eth/68, eth/69 and both offered.
+#   get:   headerd get -> server.js (ethereumjs), eth/68 and eth/69; every expected header hash
+#          must appear, in order, in get's output, and server.js must have seen the exact request.
+#
+# Usage: headerd_interop_test.sh HEADERD [serve|get|all]        (default all)
+# Needs node >= 20 and `npm ci` run in tests/interop; exits 77 (CTest SKIP_RETURN_CODE) if not.
+set -euo pipefail
+HEADERD=${1:?usage: $0 HEADERD [serve|get|all]}
+MODE=${2:-all}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+DATA=$(cd "$HERE/../data" && pwd)
+case $MODE in serve | get | all) ;; *) echo "usage: $0 HEADERD [serve|get|all]" >&2; exit 2 ;; esac
+
+if ! command -v node >/dev/null || [[ ! -d $HERE/node_modules/@ethereumjs/devp2p ]]; then
+    echo "SKIP: node or $HERE/node_modules missing (run: cd $HERE && npm ci)" >&2
+    exit 77
+fi
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/headerd-interop.XXXXXX")
+BG_PID=
+stop_bg() {
+    if [[ -n $BG_PID ]] && kill -0 "$BG_PID" 2>/dev/null; then
+        kill "$BG_PID" 2>/dev/null || true
+        wait "$BG_PID" 2>/dev/null || true
+    fi
+    BG_PID=
+}
+trap 'stop_bg; rm -rf "$WORK"' EXIT
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+# wait_for_file FILE LOG SECONDS: poll until FILE is non-empty while $BG_PID is alive.
+wait_for_file() {
+    local file=$1 log=$2 i
+    for ((i = 0; i < $3 * 10; i++)); do
+        [[ -s $file ]] && return 0
+        kill -0 "$BG_PID" 2>/dev/null || { cat "$log" >&2; fail "$(basename "$log" .log) exited before writing $file"; }
+        sleep 0.1
+    done
+    cat "$log" >&2
+    fail "$file not written within $3 s"
+}
+
+free_port() {
+    node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close() })'
+}
+
+test_serve() {
+    local d=$WORK/datadir port eth
+    timeout 300 "$HEADERD" import --datadir "$d" "$DATA/mainnet-00000-5ec1ffb8.era1" >/dev/null
+    timeout 300 "$HEADERD" freeze --datadir "$d" --keep 1000 >/dev/null
+    port=$(free_port)
+    "$HEADERD" serve --datadir "$d" --listen "127.0.0.1:$port" >"$WORK/serve.log" 2>&1 &
+    BG_PID=$!
+    wait_for_file "$d/enode" "$WORK/serve.log" 20
+    echo "headerd serve: $(cat "$d/enode")"
+    for eth in 68 69 68,69; do
+        echo "== client.js --eth $eth -> headerd serve"
+        node "$HERE/client.js" "$(cat "$d/enode")" --eth "$eth" --timeout 60 ||
+            { cat "$WORK/serve.log" >&2; fail "client.js --eth $eth against headerd serve"; }
+    done
+    kill -0 "$BG_PID" 2>/dev/null || fail "headerd serve died during the interop run"
+    kill -TERM "$BG_PID"
+    local i rc=0
+    for ((i = 0; i < 100; i++)); do kill -0 "$BG_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$BG_PID" 2>/dev/null && fail "headerd serve still running 10 s after SIGTERM"
+    wait "$BG_PID" || rc=$?
+    BG_PID=
+    echo "ok: headerd serve survived all interop connections and exited ($rc) on SIGTERM"
+}
+
+# get_case ENODE LOG GET-ARGS...: headerd get must succeed, print every expected hash in order,
+# and server.js must log exactly this request.
+get_case() {
+    local enode=$1 log=$2
+    shift 2
+    local out expected origin amount skip=0 reverse=false n
+    out=$(timeout 30 "$HEADERD" get --peer "$enode" --format json "$@") || fail "headerd get $*: exit $?"
+    expected=$(node "$HERE/chain.js" expect "$@" --format hashes)
+    n=$(printf '%s\n' "$expected" | grep -c . || true)
+    # Format-agnostic: the expected hashes must appear as a subsequence of the 0x-hashes printed.
+    printf '%s\n' "$out" | grep -oiE '0x[0-9a-f]{64}' | tr 'A-F' 'a-f' >"$WORK/got"
+    printf '%s\n' "$expected" | awk '{print $2}' >"$WORK/want"
+    awk 'BEGIN { n = 0; i = 0 } NR == FNR { want[n++] = $0; next } i < n && $0 == want[i] { i++ } END { exit (i == n) ? 0 : 1 }' \
+        "$WORK/want" "$WORK/got" || { printf '%s\n' "$out" >&2; fail "headerd get $*: expected $n headers in order"; }
+    while [[ $# -gt 0 ]]; do
+        case $1 in
+        --origin) origin=$2; shift 2 ;;
+        --amount) amount=$2; shift 2 ;;
+        --skip) skip=$2; shift 2 ;;
+        --reverse) reverse=true; shift ;;
+        *) shift ;;
+        esac
+    done
+    grep -qE "GetBlockHeaders id=[0-9]+ origin=$origin amount=$amount skip=$skip reverse=$reverse -> $n headers" "$log" ||
+        { cat "$log" >&2; fail "server.js did not log GetBlockHeaders origin=$origin amount=$amount skip=$skip reverse=$reverse -> $n"; }
+    echo "ok: headerd get --origin $origin --amount $amount --skip $skip reverse=$reverse -> $n headers"
+}
+
+test_get() {
+    local eth enode log head_hash
+    head_hash=$(awk '$1 == 8191 {print $2}' "$DATA/mainnet-headers-0-8191.hashes.txt")
+    for eth in 68 69; do
+        echo "== headerd get -> server.js --eth $eth"
+        log=$WORK/server.$eth.log
+        node "$HERE/server.js" --port 0 --out "$WORK/enode.$eth" --eth "$eth" --idle 120 >"$log" 2>&1 &
+        BG_PID=$!
+        wait_for_file "$WORK/enode.$eth" "$log" 20
+        enode=$(cat "$WORK/enode.$eth")
+        get_case "$enode" "$log" --origin 0 --amount 192
+        get_case "$enode" "$log" --origin 8100 --amount 192
+        get_case "$enode" "$log" --origin 8191 --amount 10 --reverse
+        get_case "$enode" "$log" --origin 100 --amount 5 --skip 7
+        get_case "$enode" "$log" --origin "$head_hash" --amount 3 --reverse
+        stop_bg
+    done
+}
+
+[[ $MODE == get ]] || test_serve
+[[ $MODE == serve ]] || test_get
+echo "headerd interop ($MODE): all passed"
