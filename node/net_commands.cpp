@@ -201,6 +201,8 @@ int cmd_get(int argc, char** argv) {
         if (!e) return;
         try {
             std::rethrow_exception(e);
+        } catch (const boost::system::system_error& ex) {
+            error = ex.code().message();  // what() would append Asio's source location
         } catch (const std::exception& ex) {
             error = ex.what();
         }
