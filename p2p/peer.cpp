@@ -169,8 +169,12 @@ asio::awaitable<void> serve_peer(Connection& conn, const EthLink& link, const et
             case MessageId::kNewBlock:
             case MessageId::kNewPooledTransactionHashes:
                 break;  // gossip: a header server has no use for it
+            case MessageId::kBlockBodies:
+            case MessageId::kPooledTransactions:
+            case MessageId::kReceipts:
+                break;  // replies we never asked for, but harmless and cheap to drop
             default:
-                // Status again, or a response we never asked for.
+                // Status again, or BlockHeaders we never asked for.
                 breach(fmt::format("unexpected {}", eth::message_name(m.id - link.offset)));
         }
     }

@@ -95,9 +95,17 @@ asio::awaitable<void> Server::run_session(std::shared_ptr<Connection> conn) {
             throw;
         }
         --pending_;
+        const auto& remote = conn->remote_key()->bytes();
+        if (remote == key_.public_key().bytes()) {
+            throw PeerError(DisconnectReason::kConnectedToSelf, "connected to self");
+        }
+        if (peer_ids_.count(remote) != 0) {
+            throw PeerError(DisconnectReason::kAlreadyConnected, "already connected to this node id");
+        }
         if (established_ >= options_.max_peers) throw PeerError(DisconnectReason::kTooManyPeers, "too many peers");
         ++established_;
         established = true;
+        peer_ids_.insert(remote);
         LocalNode local{&key_, options_.client_id, db_.config(), *db_.head()};
         EthLink link = co_await establish(*conn, local);
         spdlog::debug("Peer connected                           peer={} client=\"{}\" eth={}", address, link.client_id,
@@ -116,7 +124,10 @@ asio::awaitable<void> Server::run_session(std::shared_ptr<Connection> conn) {
         reason = DisconnectReason::kQuitting;
         say_goodbye = true;
     }
-    if (established) --established_;
+    if (established) {
+        --established_;
+        peer_ids_.erase(conn->remote_key()->bytes());
+    }
     // Peer-caused endings are logged at debug level only: a peer must not be able to flood the log.
     spdlog::debug("Peer disconnected                        peer={} reason=\"{}\" err=\"{}\"", address,
                   to_string(reason), why);

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_set>
 
@@ -59,6 +60,7 @@ class Server {
     eth::HeaderServer headers_;
     tcp::acceptor acceptor_;
     std::unordered_set<std::shared_ptr<Connection>> connections_;
+    std::set<std::array<uint8_t, 64>> peer_ids_;  // established peers, to refuse a second connection
     size_t established_{0};
     size_t pending_{0};
     bool stopping_{false};
