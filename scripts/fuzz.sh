@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 seconds=${HEADERD_FUZZ_SECONDS:-30}
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEADERD_FUZZ=ON \
     -DHEADERD_BUILD_TESTS=OFF -DHEADERD_BUILD_BENCHMARKS=OFF -DHEADERD_WERROR=OFF >/dev/null
-cmake --build build-fuzz --target core_fuzz rlpx_fuzz --parallel "$(nproc)"
+cmake --build build-fuzz --target core_fuzz rlpx_fuzz eth_fuzz --parallel "$(nproc)"
 
 corpus=build-fuzz/corpus/core
 mkdir -p "$corpus"
@@ -29,3 +29,10 @@ mkdir -p "$rcorpus"
 { printf '\x00\x01\xb3'; tail -c 435 tests/data/mainnet-headers-0-8191.rlp; } >"$rcorpus/auth"
 { printf '\x01'; tail -c 256 tests/data/mainnet-00000-5ec1ffb8.era1; } >"$rcorpus/frames"
 run rlpx_fuzz "$rcorpus" -max_len=4096
+
+# eth: a GetBlockHeaders request (selector 5) and a Status (selector 3) from the spec's vectors.
+ecorpus=build-fuzz/corpus/eth
+mkdir -p "$ecorpus"
+printf '\x05\xca\x82\x04\xd2\xc6\x83\x01\xe2\x40\x0a\x05\x80' >"$ecorpus/get_headers"
+printf '\x01\xc1\x04' >"$ecorpus/disconnect"
+run eth_fuzz "$ecorpus" -max_len=4096
