@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "core/hex.hpp"
@@ -53,11 +54,20 @@ void Server::stop() {
 }
 
 asio::awaitable<void> Server::accept_loop() {
+    Clock::time_point last_accept_warning{};
     while (!stopping_) {
         auto [ec, socket] = co_await acceptor_.async_accept(asio::as_tuple(asio::use_awaitable));
         if (ec) {
             if (stopping_ || ec == asio::error::operation_aborted) break;
-            spdlog::warn("Accept failed                            err=\"{}\"", ec.message());
+            // Typically out of file descriptors: back off instead of spinning, and say so at most
+            // once every 10 s so a connection flood cannot flood the log too.
+            const auto now = Clock::now();
+            if (now - last_accept_warning >= std::chrono::seconds(10)) {
+                spdlog::warn("Accept failed, backing off              err=\"{}\"", ec.message());
+                last_accept_warning = now;
+            }
+            asio::steady_timer backoff(io_, std::chrono::milliseconds(100));
+            co_await backoff.async_wait(asio::as_tuple(asio::use_awaitable));
             continue;
         }
         if (pending_ >= options_.max_pending) {
