@@ -28,7 +28,7 @@ stop_serve() {
     kill -0 "$SERVE_PID" 2>/dev/null && fail "serve still running 10 s after SIGTERM"
     wait "$SERVE_PID" || fail "serve exited with $? after SIGTERM"
 }
-trap 'kill -9 "$SERVE_PID" 2>/dev/null; rm -rf "$WORK"' EXIT
+trap 'kill -9 "$SERVE_PID" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
 start_serve
 ENODE=$(cat "$D/enode")
