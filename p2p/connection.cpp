@@ -104,14 +104,34 @@ asio::awaitable<void> Connection::dial_handshake(const rlpx::PrivateKey& key, co
     codec_.emplace(std::move(*secrets), kMaxFrameSize);
 }
 
+namespace {
+
+// Buffers are reused between messages, but one huge (legal) frame must not pin its memory for the
+// rest of the connection: anything above this is given back before the next read.
+constexpr size_t kKeepBufferBytes = size_t{1} << 20;
+
+void release_if_large(Bytes& b) {
+    if (b.capacity() > kKeepBufferBytes) Bytes().swap(b);
+}
+
+}  // namespace
+
 asio::awaitable<Message> Connection::read_message(Clock::duration timeout) {
     const auto deadline = Clock::now() + timeout;
+    // The previous message's payload view dies here, as documented.
+    release_if_large(frame_);
+    release_if_large(message_);
     std::array<uint8_t, rlpx::kFrameHeaderSize> header;
     co_await read_exact(header, deadline);
     auto size = codec_->read_header(header);
     if (!size) throw PeerError(DisconnectReason::kProtocolBreach, "frame header: " + size.error().message());
     frame_.resize(rlpx::FrameCodec::body_size(*size));
-    co_await read_exact(frame_, deadline);
+    try {
+        co_await read_exact(frame_, deadline);
+    } catch (const PeerTimeout&) {
+        // Not an idle peer: the codec now expects this body, so the stream cannot be read again.
+        throw PeerError(DisconnectReason::kPingTimeout, "read timed out inside a frame");
+    }
     auto data = codec_->read_body(std::span<uint8_t>(frame_));
     if (!data) throw PeerError(DisconnectReason::kProtocolBreach, "frame: " + data.error().message());
     // geth drops peers whose messages exceed 10 MiB (maxMessageSize); so do we.

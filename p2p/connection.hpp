@@ -87,8 +87,7 @@ class Connection {
     bool snappy_{false};
     bool broken_{false};  // a write failed part-way: the byte stream cannot carry another frame
     // Per-connection buffers, reused for every message.
-    Bytes frame_;    // encrypted body as read, then its plaintext view
-    Bytes plain_;    // decrypted frame data
+    Bytes frame_;    // encrypted body as read, decrypted in place
     Bytes message_;  // decompressed payload
     Bytes encoded_;  // id + (compressed) payload being written
     Bytes wire_;     // encrypted frame being written

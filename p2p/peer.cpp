@@ -59,7 +59,8 @@ asio::awaitable<EthLink> establish(Connection& conn, const LocalNode& local) {
     if (m.id == kDisconnectId) remote_disconnect(m.payload);
     if (m.id != kHelloId) breach(fmt::format("expected Hello, got message id {}", m.id));
     auto hello = Hello::decode(m.payload);
-    if (!hello) breach("Hello: " + hello.error().message());
+    // A bad node id is "invalid identity" (0x07), not a breach (docs/wire.md).
+    if (!hello) throw PeerError(eth::disconnect_reason_for(hello.error()), "Hello: " + hello.error().message());
     if (hello->node_id != conn.remote_key()->bytes()) {
         throw PeerError(DisconnectReason::kUnexpectedIdentity, "Hello node id differs from the handshake key");
     }
