@@ -25,106 +25,23 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <new>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "ancient/file_system.hpp"
+#include "bench/allocation_counter.hpp"
 #include "bench/bench_util.hpp"
 #include "core/block_header.hpp"
 #include "core/item_buffer.hpp"
 #include "core/synthetic.hpp"
 #include "db/chain_db.hpp"
-
-// ---- allocation counting ------------------------------------------------------------------------
-//
-// Every form of global operator new is replaced; the counting ones count only while the calling
-// thread has counting switched on, so LevelDB's background thread and the benchmark library do not
-// show up in a benchmark's figure. malloc called directly (C libraries) is not counted.
-
-namespace {
-
-std::atomic<uint64_t> g_allocations{0};
-thread_local bool t_count_allocations = false;
-
-void* allocate(std::size_t size) {
-    if (t_count_allocations) g_allocations.fetch_add(1, std::memory_order_relaxed);
-    if (size == 0) size = 1;
-    for (;;) {
-        if (void* p = std::malloc(size)) return p;
-        std::new_handler handler = std::get_new_handler();
-        if (handler == nullptr) throw std::bad_alloc();
-        handler();
-    }
-}
-
-void* allocate_aligned(std::size_t size, std::align_val_t align) {
-    if (t_count_allocations) g_allocations.fetch_add(1, std::memory_order_relaxed);
-    if (size == 0) size = 1;
-    const std::size_t alignment = std::max(static_cast<std::size_t>(align), sizeof(void*));
-    for (;;) {
-        void* p = nullptr;
-        if (::posix_memalign(&p, alignment, size) == 0) return p;
-        std::new_handler handler = std::get_new_handler();
-        if (handler == nullptr) throw std::bad_alloc();
-        handler();
-    }
-}
-
-}  // namespace
-
-void* operator new(std::size_t size) { return allocate(size); }
-void* operator new[](std::size_t size) { return allocate(size); }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-    try {
-        return allocate(size);
-    } catch (...) {
-        return nullptr;
-    }
-}
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
-    try {
-        return allocate(size);
-    } catch (...) {
-        return nullptr;
-    }
-}
-void* operator new(std::size_t size, std::align_val_t align) { return allocate_aligned(size, align); }
-void* operator new[](std::size_t size, std::align_val_t align) { return allocate_aligned(size, align); }
-void* operator new(std::size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
-    try {
-        return allocate_aligned(size, align);
-    } catch (...) {
-        return nullptr;
-    }
-}
-void* operator new[](std::size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
-    try {
-        return allocate_aligned(size, align);
-    } catch (...) {
-        return nullptr;
-    }
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace headerd::bench {
 namespace {
@@ -158,22 +75,6 @@ struct Settings {
     uint64_t keep{0};
     std::string dir;
     std::optional<uint64_t> iterations;
-};
-
-// Counts allocations made by this thread while alive.
-class AllocationScope {
-  public:
-    AllocationScope() : start_(g_allocations.load(std::memory_order_relaxed)) { t_count_allocations = true; }
-    ~AllocationScope() { t_count_allocations = false; }
-    AllocationScope(const AllocationScope&) = delete;
-    AllocationScope& operator=(const AllocationScope&) = delete;
-    uint64_t stop() {
-        t_count_allocations = false;
-        return g_allocations.load(std::memory_order_relaxed) - start_;
-    }
-
-  private:
-    uint64_t start_;
 };
 
 // ---- the naive path ------------------------------------------------------------------------------
