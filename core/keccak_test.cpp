@@ -14,7 +14,7 @@ struct Vector {
     const char* digest;
 };
 
-// ../shared/spec/test-vectors.md section I.
+// Published keccak-256 vectors (go-ethereum crypto tests, EIP-8 era tooling) and self-derived edge cases.
 TEST(Keccak, Vectors) {
     const Vector vectors[] = {
         {"", "c5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470"},

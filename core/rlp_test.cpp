@@ -25,7 +25,7 @@ Bytes unhex(std::string_view s) {
     return b.value_or(Bytes{});
 }
 
-// ---- ethereum/tests RLPTests corpus (../shared/spec/test-vectors.md section J) ------------------
+// ---- ethereum/tests RLPTests corpus (upstream RLPTests/rlptest.json, invalidRLPTest.json) ------------------
 
 struct ValidCase {
     std::string_view name;

@@ -1,6 +1,7 @@
 #pragma once
 
-// Test vectors from ../shared/spec/test-vectors.md, copied verbatim (hex). Test-only header.
+// Published RLPx test vectors (EIP-8, go-ethereum rlpx/ecies tests, ethereumjs), copied verbatim
+// (hex). Test-only header.
 
 namespace headerd::rlpx::vectors {
 
