@@ -14,6 +14,7 @@
 #include "core/rlp.hpp"
 #include "db/chain_db.hpp"
 #include "db/import.hpp"
+#include "tests/reference_chain.hpp"
 
 namespace headerd {
 namespace {
@@ -22,35 +23,10 @@ namespace fs = std::filesystem;
 
 constexpr uint64_t kCount = 8192;
 
-const std::string kData = HEADERD_TEST_DATA_DIR;
+const std::string& kData = testing::kDataDir;
 const std::string kEra1 = kData + "/mainnet-00000-5ec1ffb8.era1";
 
-Bytes read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-// The published headers and hashes, loaded once.
-struct Reference {
-    Bytes rlp;
-    std::vector<ByteView> headers;
-    std::vector<Hash32> hashes;
-
-    Reference() {
-        rlp = read_file(kData + "/mainnet-headers-0-8191.rlp");
-        ByteView rest{rlp};
-        while (!rest.empty()) headers.push_back(*rlp::next_item(rest));
-        std::ifstream in(kData + "/mainnet-headers-0-8191.hashes.txt");
-        uint64_t n = 0;
-        std::string hex;
-        while (in >> n >> hex) hashes.push_back(*hash_from_hex(hex));
-    }
-};
-
-const Reference& ref() {
-    static const Reference r;
-    return r;
-}
+const testing::ReferenceChain& ref() { return testing::reference_chain(); }
 
 class MainnetChain : public ::testing::Test {
   protected:

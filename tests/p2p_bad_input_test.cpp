@@ -61,6 +61,7 @@
 #include "p2p/rlpx/frame.hpp"
 #include "p2p/rlpx/handshake.hpp"
 #include "p2p/server.hpp"
+#include "tests/reference_chain.hpp"
 
 namespace headerd {
 namespace {
@@ -97,12 +98,7 @@ constexpr auto kWatchdogLimit = 45s;
 // What a client offering only eth/68 negotiates with.
 constexpr std::array<p2p::ProtocolOffer, 1> kEth68Only{{{"eth", 68, 17}}};
 
-const std::string kData = HEADERD_TEST_DATA_DIR;
-
-Bytes read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+const std::string& kData = testing::kDataDir;
 
 Bytes hex(std::string_view s) {
     auto b = from_hex(s);
@@ -110,27 +106,7 @@ Bytes hex(std::string_view s) {
     return *b;
 }
 
-// The published headers and hashes of blocks 0..8191.
-struct Reference {
-    Bytes rlp;
-    std::vector<ByteView> headers;
-    std::vector<Hash32> hashes;
-
-    Reference() {
-        rlp = read_file(kData + "/mainnet-headers-0-8191.rlp");
-        ByteView rest{rlp};
-        while (!rest.empty()) headers.push_back(*rlp::next_item(rest));
-        std::ifstream in(kData + "/mainnet-headers-0-8191.hashes.txt");
-        uint64_t n = 0;
-        std::string h;
-        while (in >> n >> h) hashes.push_back(*hash_from_hex(h));
-    }
-};
-
-const Reference& ref() {
-    static const Reference r;
-    return r;
-}
+const testing::ReferenceChain& ref() { return testing::reference_chain(); }
 
 // Whether `got` are exactly the reference headers of `numbers`, with the first mismatch named.
 ::testing::AssertionResult same_headers(const std::vector<ByteView>& got, const std::vector<uint64_t>& numbers) {
