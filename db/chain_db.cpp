@@ -102,6 +102,7 @@ struct ChainDb::Impl {
     // Lowest block number whose header is still in LevelDB (may be below ancient_items after an
     // interrupted freeze: such duplicates are harmless and removed by the next freeze).
     uint64_t kv_low{0};
+    ReadObserver* observer{nullptr};
 
     Outcome<std::optional<std::string>> get(leveldb::Slice key) const {
         std::string value;
@@ -362,6 +363,8 @@ uint64_t ChainDb::ancient_items() const noexcept {
     return impl_->ancient_items;
 }
 
+void ChainDb::set_read_observer(ReadObserver* observer) noexcept { impl_->observer = observer; }
+
 Outcome<void> ChainDb::append(std::span<const NewHeader> headers) {
     if (headers.empty()) return {};
     std::optional<Head> head = this->head();
@@ -519,10 +522,24 @@ Outcome<void> ChainDb::header_range(uint64_t from, uint64_t count, Order order, 
     const uint64_t ancient_hi = has_kv ? ancient - 1 : hi;  // inclusive, valid when has_ancient
     const uint64_t kv_lo = has_ancient ? ancient : lo;
 
+    ReadObserver* const observer = impl_->observer;
     auto read_ancient = [&](uint64_t cap) -> Outcome<void> {
         std::shared_lock flock(impl_->freezer_mu);
         const ancient::Freezer& freezer = *impl_->freezer;
-        return freezer.read_headers(lo, ancient_hi - lo + 1, cap, out, freezer_scratch());
+        if (observer == nullptr) return freezer.read_headers(lo, ancient_hi - lo + 1, cap, out, freezer_scratch());
+        const size_t before = out.size();
+        const auto start = std::chrono::steady_clock::now();
+        auto r = freezer.read_headers(lo, ancient_hi - lo + 1, cap, out, freezer_scratch());
+        observer->on_read(Store::kAncient, out.size() - before, std::chrono::steady_clock::now() - start);
+        return r;
+    };
+    auto read_kv = [&]() -> Outcome<void> {
+        if (observer == nullptr) return impl_->scan_kv(kv_lo, hi, out);
+        const size_t before = out.size();
+        const auto start = std::chrono::steady_clock::now();
+        auto r = impl_->scan_kv(kv_lo, hi, out);
+        observer->on_read(Store::kLevelDb, out.size() - before, std::chrono::steady_clock::now() - start);
+        return r;
     };
 
     if (order == Order::kAscending) {
@@ -531,11 +548,11 @@ Outcome<void> ChainDb::header_range(uint64_t from, uint64_t count, Order order, 
             if (out.size() < ancient_hi - lo + 1) return {};  // byte cap reached inside the freezer
         }
         if (has_kv) {
-            if (auto r = impl_->scan_kv(kv_lo, hi, out); !r) return r;
+            if (auto r = read_kv(); !r) return r;
         }
     } else {
         if (has_kv) {
-            if (auto r = impl_->scan_kv(kv_lo, hi, out); !r) return r;
+            if (auto r = read_kv(); !r) return r;
             reverse_items(out, 0);
         }
         if (has_ancient && out.bytes.size() < max_bytes) {

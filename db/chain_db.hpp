@@ -8,6 +8,7 @@
 // and freeze() are serialised against each other by the caller (one writer) and against readers
 // internally, so a reader never sees a range with a hole in it.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -29,6 +30,18 @@ class FileSystem;
 namespace headerd::db {
 
 enum class Order { kAscending, kDescending };
+
+// Which store a header came from: the freezer (blocks below ancient_items) or LevelDB.
+enum class Store : uint8_t { kAncient = 0, kLevelDb = 1 };
+inline constexpr size_t kStoreCount = 2;
+
+// Told about every store read header_range makes, so a node can export read times without the
+// database depending on a metrics library. Called on the reading thread; must be cheap.
+class ReadObserver {
+  public:
+    virtual ~ReadObserver() = default;
+    virtual void on_read(Store store, uint64_t headers, std::chrono::steady_clock::duration elapsed) noexcept = 0;
+};
 
 struct Head {
     uint64_t number{0};
@@ -93,6 +106,9 @@ class ChainDb {
     Outcome<void> set_config(const ChainConfig& config);
     std::optional<Head> head() const;
     uint64_t ancient_items() const noexcept;
+    // Observer of header_range's store reads; nullptr (the default) turns observing off, and with it
+    // the clock reads. Set before readers start. REQUIRES: observer outlives this.
+    void set_read_observer(ReadObserver* observer) noexcept;
 
     // Appends headers that extend the head (the first one is the genesis on an empty database) in one
     // atomic, synced LevelDB batch. REQUIRES: numbers consecutive from head+1, hashes and total

@@ -128,6 +128,50 @@ TEST_F(ChainDbTest, RangesAcrossFreezerFilesAndTheBoundarySurviveReopen) {
     }
 }
 
+// Records every store read header_range reports.
+struct RecordingObserver final : ReadObserver {
+    struct Read {
+        Store store;
+        uint64_t headers;
+    };
+    std::vector<Read> reads;
+    void on_read(Store store, uint64_t headers, std::chrono::steady_clock::duration elapsed) noexcept override {
+        EXPECT_GE(elapsed.count(), 0);
+        reads.push_back({store, headers});
+    }
+};
+
+TEST_F(ChainDbTest, ReadObserverSeesEachStoreReadOfARangeWithItsHeaderCount) {
+    ASSERT_TRUE(db_->append(headers(0, kHeaders)));
+    FreezeOptions opts;
+    opts.keep = 100;
+    ASSERT_TRUE(db_->freeze(opts));
+    ASSERT_EQ(db_->ancient_items(), 200u);
+    RecordingObserver observer;
+    db_->set_read_observer(&observer);
+    ItemBuffer out;
+    // 190..209 ascending: 10 frozen headers, then 10 from LevelDB.
+    ASSERT_TRUE(db_->header_range(190, 20, Order::kAscending, out));
+    ASSERT_EQ(observer.reads.size(), 2u);
+    EXPECT_EQ(observer.reads[0].store, Store::kAncient);
+    EXPECT_EQ(observer.reads[0].headers, 10u);
+    EXPECT_EQ(observer.reads[1].store, Store::kLevelDb);
+    EXPECT_EQ(observer.reads[1].headers, 10u);
+    // 204 down to 185: LevelDB first (5), then the freezer (15).
+    observer.reads.clear();
+    ASSERT_TRUE(db_->header_range(204, 20, Order::kDescending, out));
+    ASSERT_EQ(observer.reads.size(), 2u);
+    EXPECT_EQ(observer.reads[0].store, Store::kLevelDb);
+    EXPECT_EQ(observer.reads[0].headers, 5u);
+    EXPECT_EQ(observer.reads[1].store, Store::kAncient);
+    EXPECT_EQ(observer.reads[1].headers, 15u);
+    // Off again: nothing reported.
+    db_->set_read_observer(nullptr);
+    observer.reads.clear();
+    ASSERT_TRUE(db_->header_range(0, 300, Order::kAscending, out));
+    EXPECT_TRUE(observer.reads.empty());
+}
+
 TEST_F(ChainDbTest, KeepZeroFreezesTheHeadToo) {
     ASSERT_TRUE(db_->append(headers(0, 100)));
     FreezeOptions opts;

@@ -17,9 +17,12 @@
 
 #include "core/block_header.hpp"
 #include "core/hex.hpp"
+#include "metrics/http_server.hpp"
+#include "metrics/metrics.hpp"
 #include "node/cli.hpp"
 #include "node/commands.hpp"
 #include "node/common.hpp"
+#include "p2p/net_metrics.hpp"
 #include "p2p/node_key.hpp"
 #include "p2p/peer.hpp"
 #include "p2p/server.hpp"
@@ -30,17 +33,17 @@ namespace {
 namespace asio = boost::asio;
 using p2p::tcp;
 
-// HOST:PORT with a numeric host (IPv4, or [IPv6]); port 0 picks a free port.
-Outcome<tcp::endpoint> parse_listen(const std::string& text) {
+// HOST:PORT with a numeric host (IPv4, or [IPv6]); port 0 picks a free port. Errors name `option`.
+Outcome<tcp::endpoint> parse_endpoint(const std::string& option, const std::string& text) {
     const size_t colon = text.rfind(':');
-    if (colon == std::string::npos) return make_error(fmt::format("--listen {}: expected HOST:PORT", text));
+    if (colon == std::string::npos) return make_error(fmt::format("--{} {}: expected HOST:PORT", option, text));
     std::string host = text.substr(0, colon);
     if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
     auto port = parse_u64(text.substr(colon + 1));
-    if (!port || *port > 65535) return make_error(fmt::format("--listen {}: bad port", text));
+    if (!port || *port > 65535) return make_error(fmt::format("--{} {}: bad port", option, text));
     boost::system::error_code ec;
     const auto address = asio::ip::make_address(host, ec);
-    if (ec) return make_error(fmt::format("--listen {}: '{}' is not an IP address", text, host));
+    if (ec) return make_error(fmt::format("--{} {}: '{}' is not an IP address", option, text, host));
     return tcp::endpoint(address, static_cast<uint16_t>(*port));
 }
 
@@ -49,8 +52,7 @@ struct GetJob {
     p2p::LocalNode local;
     eth::GetBlockHeadersRequest request;
     std::chrono::seconds timeout;
-    std::vector<Bytes> headers;
-    double rtt_ms;
+    p2p::HeadersReply reply;
 };
 
 // Dial, handshake, Hello + Status, one request, goodbye. REQUIRES: job outlives the coroutine.
@@ -66,9 +68,11 @@ asio::awaitable<void> fetch(GetJob* job) {
     const p2p::EthLink link = co_await p2p::establish(conn, job->local);
     spdlog::debug("Connected                                peer={} client=\"{}\" eth={}", conn.remote_address(),
                   link.client_id, link.version);
-    const auto sent = std::chrono::steady_clock::now();
-    job->headers = co_await p2p::request_headers(conn, link, job->request, job->timeout);
-    job->rtt_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count();
+    // The reply must arrive within --timeout of sending; the tracker measures the round trip.
+    tracker::TrackerConfig config;
+    config.timeout = job->timeout;
+    tracker::Tracker tracker(config);
+    job->reply = co_await p2p::request_headers(conn, link, tracker, job->request);
     co_await conn.disconnect(p2p::DisconnectReason::kRequested);
 }
 
@@ -78,9 +82,11 @@ int cmd_serve(int argc, char** argv) {
     const CommandSpec spec{
         "serve",
         "serve the stored headers to devp2p peers (RLPx, eth/68 and eth/69)",
-        "--datadir DIR [--listen HOST:PORT] [--max-peers N]",
+        "--datadir DIR [--listen HOST:PORT] [--max-peers N] [--metrics HOST:PORT]",
         {datadir_option(),
          {"listen", "HOST:PORT", "TCP address to accept peers on (port 0: any free port)", "127.0.0.1:30303", false},
+         {"metrics", "HOST:PORT",
+          "serve Prometheus metrics on http://HOST:PORT/metrics and health on /healthz (off when absent)", "", false},
          {"max-peers", "N", "peers served at once; more get Disconnect \"too many peers\"", "50", false},
          verbosity_option()},
         false,
@@ -88,15 +94,21 @@ int cmd_serve(int argc, char** argv) {
     int code = 0;
     auto args = start(spec, argc, argv, &code);
     if (!args) return code;
-    auto listen = parse_listen(args->get_or("listen", "127.0.0.1:30303"));
+    auto listen = parse_endpoint("listen", args->get_or("listen", "127.0.0.1:30303"));
     if (!listen) return fail(listen.error().message);
+    std::optional<tcp::endpoint> metrics_at;
+    if (auto text = args->get("metrics")) {
+        auto endpoint = parse_endpoint("metrics", *text);
+        if (!endpoint) return fail(endpoint.error().message);
+        metrics_at = *endpoint;
+    }
     auto max_peers = args->get_u64("max-peers", 50);
     if (!max_peers) return fail(max_peers.error().message);
     const std::string datadir = *args->get("datadir");
 
     auto chain = open_existing(datadir, false);
     if (!chain) return fail(chain.error().message);
-    const db::ChainDb& db = **chain;
+    db::ChainDb& db = **chain;
     if (db.config() == nullptr || !db.head()) {
         return fail(fmt::format("datadir {} holds no headers to serve; import or generate first", datadir));
     }
@@ -104,11 +116,33 @@ int cmd_serve(int argc, char** argv) {
     if (!key) return fail(key.error().message);
 
     asio::io_context io(1);
+    // Metrics are created only when asked for: with them off, sessions skip every meter.
+    std::unique_ptr<metrics::Metrics> registry;
+    std::unique_ptr<p2p::NetMetrics> net_metrics;
+    if (metrics_at) {
+        registry = std::make_unique<metrics::Metrics>(kVersion, kCommit);
+        net_metrics = std::make_unique<p2p::NetMetrics>(registry->families());
+        net_metrics->set_chain(db.head()->number, db.ancient_items());
+        db.set_read_observer(net_metrics.get());
+    }
     p2p::ServerOptions options;
     options.listen = *listen;
     options.max_peers = *max_peers;
+    options.metrics = net_metrics.get();
+    options.client_id = kClientId;
     p2p::Server server(io, db, *key, options);
     if (auto r = server.listen(); !r) return fail(r.error().message);
+    std::optional<metrics::HttpServer> http;
+    if (metrics_at) {
+        http.emplace(io, registry->collectables(), [&server, &db] {
+            return metrics::Health{true, fmt::format("ok head={} peers={}\n", db.head()->number, server.peers())};
+        });
+        if (auto r = http->listen(*metrics_at); !r) return fail(r.error().message);
+        http->start();
+        const auto at = http->local_endpoint();
+        spdlog::info("Metrics enabled                          url=http://{}:{}/metrics", at.address().to_string(),
+                     at.port());
+    }
     const tcp::endpoint bound = server.local_endpoint();
     const std::string enode = p2p::enode_url(key->public_key(), bound.address().to_string(), bound.port());
     const std::string enode_path = (std::filesystem::path(datadir) / "enode").string();
@@ -119,6 +153,7 @@ int cmd_serve(int argc, char** argv) {
         if (ec) return;
         spdlog::info("Shutting down                            signal={} peers={}", signo, server.peers());
         server.stop();
+        if (http) http->stop();
     });
     server.start();
     const auto head = db.head();
@@ -126,6 +161,7 @@ int cmd_serve(int argc, char** argv) {
                  head->number, to_hex0x(head->hash), bound.address().to_string(), bound.port());
     std::cout << enode << std::endl;
     io.run();
+    db.set_read_observer(nullptr);
     spdlog::info("Stopped                                  datadir={}", datadir);
     return kExitOk;
 }
@@ -180,12 +216,12 @@ int cmd_get(int argc, char** argv) {
     const ChainConfig& config = mainnet_config();
     p2p::LocalNode local;
     local.key = &*key;
-    local.client_id = "headerd/v0.1.0";
+    local.client_id = kClientId;
     local.config = &config;
     local.head = db::Head{0, config.genesis_hash, U256(17'179'869'184u), 0};
 
     asio::io_context io(1);
-    GetJob job{*peer, local, request, std::chrono::seconds(*timeout), {}, 0};
+    GetJob job{*peer, local, request, std::chrono::seconds(*timeout), {}};
     const auto deadline = job.timeout;
     std::string error;
     // The whole exchange runs under one deadline; the guard stops the loop if anything hangs.
@@ -210,7 +246,7 @@ int cmd_get(int argc, char** argv) {
     io.run();
     if (!error.empty()) return fail(fmt::format("peer {}:{}: {}", peer->host, peer->port, error));
 
-    for (const Bytes& rlp : job.headers) {
+    for (const Bytes& rlp : job.reply.headers) {
         if (format == "rlp") {
             std::cout << to_hex0x(rlp) << "\n";
             continue;
@@ -223,8 +259,9 @@ int cmd_get(int argc, char** argv) {
         std::cout << boost::json::serialize(o) << "\n";
     }
     std::cout.flush();
-    spdlog::info("Received headers                         peer={}:{} count={} rtt={:.3f}ms", peer->host, peer->port,
-                 job.headers.size(), job.rtt_ms);
+    spdlog::info("Received headers                         peer={}:{} request={} count={} rtt={:.3f}ms", peer->host,
+                 peer->port, request.request_id, job.reply.headers.size(),
+                 std::chrono::duration<double, std::milli>(job.reply.rtt).count());
     return kExitOk;
 }
 

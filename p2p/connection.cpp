@@ -8,6 +8,7 @@
 #include <boost/asio/write.hpp>
 
 #include "p2p/eth/messages.hpp"
+#include "p2p/net_metrics.hpp"
 #include "p2p/rlpx/handshake.hpp"
 
 namespace headerd::p2p {
@@ -137,6 +138,7 @@ asio::awaitable<Message> Connection::read_message(Clock::duration timeout) {
     // geth drops peers whose messages exceed 10 MiB (maxMessageSize); so do we.
     auto msg = decode_frame_data(*data, snappy_, message_, eth::kMaxMessageSize);
     if (!msg) throw PeerError(DisconnectReason::kProtocolBreach, "message: " + msg.error().message());
+    count(true, msg->id, header.size() + frame_.size());
     co_return *msg;
 }
 
@@ -148,6 +150,15 @@ asio::awaitable<void> Connection::write_message(uint64_t id, ByteView payload, C
     auto r = codec_->write_frame(*data, wire_);
     if (!r) throw PeerError(DisconnectReason::kNetworkError, "frame: " + r.error().message(), false);
     co_await write_all(wire_, Clock::now() + timeout);
+    count(false, id, wire_.size());
+}
+
+void Connection::count(bool ingress, uint64_t id, size_t wire_bytes) const noexcept {
+    if (id < kBaseProtocolLength) {
+        count_message(base_meters_, ingress, id, wire_bytes);
+    } else if (id >= eth_offset_) {
+        count_message(eth_meters_, ingress, id - eth_offset_, wire_bytes);
+    }
 }
 
 asio::awaitable<void> Connection::disconnect(DisconnectReason reason) {

@@ -24,6 +24,8 @@
 
 namespace headerd::p2p {
 
+struct MessageMeters;
+
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
@@ -69,6 +71,14 @@ class Connection {
     // Best effort: Disconnect with `reason` under a short deadline, then close. Never throws.
     asio::awaitable<void> disconnect(DisconnectReason reason);
 
+    // Counts every message read and written from now on: base-protocol ids in `base`, ids from
+    // `eth_offset` on in `eth` (either may be null: not counted). REQUIRES: the meters outlive this.
+    void set_meters(const MessageMeters* base, const MessageMeters* eth, uint64_t eth_offset) noexcept {
+        base_meters_ = base;
+        eth_meters_ = eth;
+        eth_offset_ = eth_offset;
+    }
+
     void enable_snappy() noexcept { snappy_ = true; }
     bool snappy() const noexcept { return snappy_; }
     const std::optional<rlpx::PublicKey>& remote_key() const noexcept { return remote_; }
@@ -79,6 +89,7 @@ class Connection {
   private:
     asio::awaitable<void> read_exact(std::span<uint8_t> out, Clock::time_point deadline);
     asio::awaitable<void> write_all(ByteView data, Clock::time_point deadline);
+    void count(bool ingress, uint64_t id, size_t wire_bytes) const noexcept;
 
     tcp::socket socket_;
     asio::steady_timer timer_;
@@ -86,6 +97,9 @@ class Connection {
     std::optional<rlpx::PublicKey> remote_;
     bool snappy_{false};
     bool broken_{false};  // a write failed part-way: the byte stream cannot carry another frame
+    const MessageMeters* base_meters_{nullptr};
+    const MessageMeters* eth_meters_{nullptr};
+    uint64_t eth_offset_{0};
     // Per-connection buffers, reused for every message.
     Bytes frame_;    // encrypted body as read, decrypted in place
     Bytes message_;  // decompressed payload

@@ -1,6 +1,7 @@
 #include "p2p/peer.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "core/block_header.hpp"
 #include "core/hex.hpp"
@@ -45,6 +46,7 @@ asio::awaitable<bool> handle_base(Connection& conn, const Message& m) {
 
 asio::awaitable<EthLink> establish(Connection& conn, const LocalNode& local) {
     const auto deadline = Clock::now() + kHandshakeTimeout;
+    if (local.metrics != nullptr) conn.set_meters(&local.metrics->base(), nullptr, 0);
     auto remaining = [&] { return std::max(Clock::duration::zero(), deadline - Clock::now()); };
 
     Hello ours;
@@ -79,6 +81,8 @@ asio::awaitable<EthLink> establish(Connection& conn, const LocalNode& local) {
         }
     }
     if (link.version == 0) throw PeerError(DisconnectReason::kUselessPeer, "no shared eth version");
+    if (local.metrics != nullptr)
+        conn.set_meters(&local.metrics->base(), local.metrics->eth(link.version), link.offset);
     // p2p v5: everything after the Hellos is snappy-compressed, in both directions.
     conn.enable_snappy();
 
@@ -111,8 +115,16 @@ asio::awaitable<EthLink> establish(Connection& conn, const LocalNode& local) {
     }
 }
 
-asio::awaitable<void> serve_peer(Connection& conn, const EthLink& link, const eth::HeaderServer& server) {
+asio::awaitable<void> serve_peer(Connection& conn, const EthLink& link, const eth::HeaderServer& server,
+                                 const NetMetrics* metrics) {
     using eth::MessageId;
+    const MessageMeters* meters = metrics != nullptr ? metrics->eth(link.version) : nullptr;
+    // Service time of request `code` that arrived at `received`; a no-op with metrics off.
+    auto observe_serve = [meters](MessageId code, Clock::time_point received) {
+        if (meters == nullptr) return;
+        meters->serve_seconds[static_cast<size_t>(code)]->Observe(
+            std::chrono::duration<double>(Clock::now() - received).count());
+    };
     ItemBuffer scratch;
     Bytes reply;
     int silent_periods = 0;
@@ -133,6 +145,7 @@ asio::awaitable<void> serve_peer(Connection& conn, const EthLink& link, const et
             continue;
         }
         silent_periods = 0;
+        const Clock::time_point received = meters != nullptr ? Clock::now() : Clock::time_point{};
         if (co_await handle_base(conn, m)) continue;
         if (m.id < link.offset || m.id - link.offset >= space ||
             !eth::is_message_of(link.version, m.id - link.offset)) {
@@ -144,9 +157,19 @@ asio::awaitable<void> serve_peer(Connection& conn, const EthLink& link, const et
                 auto req = eth::GetBlockHeadersRequest::decode(m.payload);
                 if (!req) breach("GetBlockHeaders: " + req.error().message());
                 // A damaged store still gets an (empty) answer; serve() logs nothing itself.
-                (void)server.serve(*req, scratch, reply);
+                auto summary = server.serve(*req, scratch, reply);
                 co_await conn.write_message(link.offset + static_cast<uint64_t>(MessageId::kBlockHeaders), reply,
                                             kWriteTimeout);
+                if (metrics != nullptr && summary) {
+                    metrics->header_requests(summary->kind).Increment();
+                    metrics->headers_served(db::Store::kAncient)
+                        .Increment(static_cast<double>(summary->ancient_headers));
+                    metrics->headers_served(db::Store::kLevelDb)
+                        .Increment(static_cast<double>(summary->headers - summary->ancient_headers));
+                }
+                observe_serve(id, received);
+                if (!summary)
+                    spdlog::error("Serving headers failed                   err=\"{}\"", summary.error().message);
                 break;
             }
             case MessageId::kGetBlockBodies:
@@ -158,6 +181,7 @@ asio::awaitable<void> serve_peer(Connection& conn, const EthLink& link, const et
                 eth::encode_empty_reply(reply, req->request_id);
                 co_await conn.write_message(link.offset + static_cast<uint64_t>(*eth::empty_reply_id(id)), reply,
                                             kWriteTimeout);
+                observe_serve(id, received);
                 break;
             }
             case MessageId::kBlockRangeUpdate: {
@@ -181,41 +205,62 @@ asio::awaitable<void> serve_peer(Connection& conn, const EthLink& link, const et
     }
 }
 
-asio::awaitable<std::vector<Bytes>> request_headers(Connection& conn, const EthLink& link,
-                                                    const eth::GetBlockHeadersRequest& request,
-                                                    std::chrono::steady_clock::duration timeout) {
-    const auto deadline = Clock::now() + timeout;
+asio::awaitable<HeadersReply> request_headers(Connection& conn, const EthLink& link, tracker::Tracker& tracker,
+                                              const eth::GetBlockHeadersRequest& request) {
+    constexpr auto kRequestCode = static_cast<uint64_t>(eth::MessageId::kGetBlockHeaders);
+    constexpr auto kResponseCode = static_cast<uint64_t>(eth::MessageId::kBlockHeaders);
+    if (auto t = tracker.track(request.request_id, kRequestCode, kResponseCode, request.amount, Clock::now()); !t) {
+        throw PeerError(DisconnectReason::kRequested,
+                        fmt::format("request {} not sent: {}", request.request_id, t.error().message()));
+    }
     Bytes payload;
     request.encode(payload);
-    co_await conn.write_message(link.offset + static_cast<uint64_t>(eth::MessageId::kGetBlockHeaders), payload,
-                                kWriteTimeout);
+    co_await conn.write_message(link.offset + kRequestCode, payload, kWriteTimeout);
     for (;;) {
-        const auto left = deadline - Clock::now();
-        if (left <= Clock::duration::zero()) throw PeerTimeout("no BlockHeaders reply in time");
-        Message m = co_await conn.read_message(left);
+        const auto deadline = tracker.next_deadline();
+        Message m;
+        bool timed_out = false;
+        try {
+            m = co_await conn.read_message(std::max(Clock::duration::zero(), *deadline - Clock::now()));
+        } catch (const PeerTimeout&) {
+            timed_out = true;
+        }
+        if (timed_out) {
+            tracker.expire(Clock::now());
+            if (tracker.is_pending(request.request_id)) continue;  // woke a little early
+            throw PeerTimeout(fmt::format("no BlockHeaders reply to request {} within {} s", request.request_id,
+                                          std::chrono::duration_cast<std::chrono::seconds>(tracker.timeout()).count()));
+        }
         if (co_await handle_base(conn, m)) continue;
         const uint64_t rel = m.id - link.offset;
-        if (rel != static_cast<uint64_t>(eth::MessageId::kBlockHeaders)) {
-            if (rel == static_cast<uint64_t>(eth::MessageId::kBlockRangeUpdate) ||
-                rel == static_cast<uint64_t>(eth::MessageId::kNewPooledTransactionHashes) ||
-                rel == static_cast<uint64_t>(eth::MessageId::kTransactions)) {
-                continue;
-            }
-            breach(fmt::format("unexpected message id {} while waiting for BlockHeaders", m.id));
+        if (m.id < link.offset || !eth::is_message_of(link.version, rel))
+            breach(fmt::format("unknown message id {}", m.id));
+        const auto id = static_cast<eth::MessageId>(rel);
+        if (id == eth::MessageId::kBlockRangeUpdate || id == eth::MessageId::kNewPooledTransactionHashes ||
+            id == eth::MessageId::kTransactions || id == eth::MessageId::kNewBlockHashes ||
+            id == eth::MessageId::kNewBlock) {
+            continue;  // gossip
+        }
+        if (id != eth::MessageId::kBlockHeaders && id != eth::MessageId::kBlockBodies &&
+            id != eth::MessageId::kReceipts && id != eth::MessageId::kPooledTransactions) {
+            breach(fmt::format("unexpected {} while waiting for BlockHeaders", eth::message_name(rel)));
+        }
+        // The tracker vets the response before its items are decoded.
+        auto head = eth::ResponseHead::peek(m.payload);
+        if (!head) breach(fmt::format("{}: {}", eth::message_name(rel), head.error().message()));
+        auto rtt = tracker.fulfil(head->request_id, rel, head->items, Clock::now());
+        if (!rtt) {
+            breach(fmt::format("{} for request {} with {} items: {}", eth::message_name(rel), head->request_id,
+                               head->items, rtt.error().message()));
         }
         auto reply = eth::BlockHeadersMessage::decode(m.payload);
         if (!reply) breach("BlockHeaders: " + reply.error().message());
-        if (reply->request_id != request.request_id) {
-            breach(fmt::format("BlockHeaders for request {} but {} was asked", reply->request_id, request.request_id));
-        }
-        if (reply->headers.size() > request.amount) {
-            breach(fmt::format("BlockHeaders holds {} headers, {} were asked", reply->headers.size(), request.amount));
-        }
-        std::vector<Bytes> out;
-        out.reserve(reply->headers.size());
+        HeadersReply out;
+        out.rtt = *rtt;
+        out.headers.reserve(reply->headers.size());
         for (ByteView h : reply->headers) {
             if (auto d = decode_block_header(h); !d) breach("BlockHeaders: invalid header: " + d.error().message());
-            out.emplace_back(h.begin(), h.end());
+            out.headers.emplace_back(h.begin(), h.end());
         }
         co_return out;
     }

@@ -16,6 +16,8 @@
 #include "p2p/connection.hpp"
 #include "p2p/eth/messages.hpp"
 #include "p2p/eth/serve.hpp"
+#include "p2p/net_metrics.hpp"
+#include "p2p/tracker/tracker.hpp"
 
 namespace headerd::p2p {
 
@@ -32,6 +34,8 @@ struct LocalNode {
     const ChainConfig* config{nullptr};
     // Our head for Status: from the database when serving, the genesis for a client without a chain.
     db::Head head;
+    // Message meters for every connection of this node; nullptr: metrics off.
+    const NetMetrics* metrics{nullptr};
 };
 
 // The result of Hello + Status.
@@ -48,15 +52,25 @@ asio::awaitable<EthLink> establish(Connection& conn, const LocalNode& local);
 
 // Serves an established inbound peer until it disconnects or misbehaves: GetBlockHeaders through
 // `server`, empty replies to bodies/receipts/pooled transactions, Ping/Pong, gossip ignored,
-// anything else a protocol breach. Throws PeerError on the way out (a Disconnect from the peer
-// included, with can_send() false).
-asio::awaitable<void> serve_peer(Connection& conn, const EthLink& link, const eth::HeaderServer& server);
+// anything else a protocol breach. Requests are answered one at a time, in order, so a peer has at
+// most one request in service; what it pipelines waits in its socket buffer. Each request's service
+// time (read to reply written) and how it was served go to `metrics` unless it is null. Throws
+// PeerError on the way out (a Disconnect from the peer included, with can_send() false).
+asio::awaitable<void> serve_peer(Connection& conn, const EthLink& link, const eth::HeaderServer& server,
+                                 const NetMetrics* metrics);
 
-// Client side: one GetBlockHeaders request; returns the headers' RLP. Answers Pings while waiting,
-// ignores gossip, and checks the reply: matching request id, no more headers than asked, each one a
-// well-formed header.
-asio::awaitable<std::vector<Bytes>> request_headers(Connection& conn, const EthLink& link,
-                                                    const eth::GetBlockHeadersRequest& request,
-                                                    std::chrono::steady_clock::duration timeout);
+struct HeadersReply {
+    std::vector<Bytes> headers;
+    Clock::duration rtt{};  // from tracking the request (just before sending) to its reply
+};
+
+// Client side: one GetBlockHeaders request through `tracker`, which must hold no request with the
+// same id. Tracks it before sending; waits until the tracker's deadline for it, answering Pings and
+// ignoring gossip; checks every response against the tracker before decoding it (known id, the
+// response code asked for, no more items than asked) and then that each header is well formed. A
+// stale, mismatched or oversized response is a protocol breach; no reply by the deadline expires
+// the request (counted lost) and throws PeerTimeout.
+asio::awaitable<HeadersReply> request_headers(Connection& conn, const EthLink& link, tracker::Tracker& tracker,
+                                              const eth::GetBlockHeadersRequest& request);
 
 }  // namespace headerd::p2p

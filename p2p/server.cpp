@@ -93,6 +93,8 @@ asio::awaitable<void> Server::accept_loop() {
 asio::awaitable<void> Server::run_session(std::shared_ptr<Connection> conn) {
     const std::string address = conn->remote_address();
     bool established = false;
+    bool serving = false;
+    const NetMetrics* metrics = options_.metrics;
     DisconnectReason reason = DisconnectReason::kRequested;
     bool say_goodbye = false;
     std::string why;
@@ -116,20 +118,30 @@ asio::awaitable<void> Server::run_session(std::shared_ptr<Connection> conn) {
         ++established_;
         established = true;
         peer_ids_.insert(remote);
-        LocalNode local{&key_, options_.client_id, db_.config(), *db_.head()};
+        LocalNode local{&key_, options_.client_id, db_.config(), *db_.head(), metrics};
         EthLink link = co_await establish(*conn, local);
         spdlog::debug("Peer connected                           peer={} client=\"{}\" eth={}", address, link.client_id,
                       link.version);
-        co_await serve_peer(*conn, link, headers_);
+        serving = true;
+        if (metrics != nullptr) metrics->peers(Direction::kInbound).Increment();
+        co_await serve_peer(*conn, link, headers_, metrics);
+    } catch (const PeerTimeout& e) {
+        reason = e.reason();
+        say_goodbye = e.can_send();
+        why = e.what();
+        if (metrics != nullptr && !serving) metrics->handshake_error(HandshakeFailure::kTimeout).Increment();
     } catch (const PeerError& e) {
         reason = e.reason();
         say_goodbye = e.can_send();
         why = e.what();
+        if (metrics != nullptr && !serving) metrics->handshake_error(reason).Increment();
     } catch (const std::exception& e) {
         reason = DisconnectReason::kProtocolBreach;
         say_goodbye = true;
         why = e.what();
+        if (metrics != nullptr && !serving) metrics->handshake_error(HandshakeFailure::kNetwork).Increment();
     }
+    if (metrics != nullptr && serving) metrics->peers(Direction::kInbound).Decrement();
     if (stopping_) {
         reason = DisconnectReason::kQuitting;
         say_goodbye = true;

@@ -19,6 +19,7 @@
 #include "db/chain_db.hpp"
 #include "p2p/connection.hpp"
 #include "p2p/eth/serve.hpp"
+#include "p2p/net_metrics.hpp"
 #include "p2p/rlpx/secp256k1.hpp"
 
 namespace headerd::p2p {
@@ -30,6 +31,9 @@ struct ServerOptions {
     // Connections still in the RLPx handshake (each ends within 5 s); more are closed at once.
     size_t max_pending{256};
     std::string client_id{"headerd/v0.1.0"};
+    // Where sessions count messages, peers, handshake errors and service times; nullptr: metrics off.
+    // REQUIRES: outlives the server.
+    const NetMetrics* metrics{nullptr};
 };
 
 class Server {

@@ -8,7 +8,7 @@ packages=(
     libboost1.81-dev libleveldb-dev libsnappy-dev libspdlog-dev libfmt-dev
     libsecp256k1-dev libssl-dev libcrypto++-dev prometheus-cpp-dev libtomlplusplus-dev
     libgtest-dev libgmock-dev libbenchmark-dev
-    strace
+    strace prometheus
 )
 # Node.js and npm run the interop tests' independent peer; any Node.js >= 18 will do, so a
 # machine that already has one (from Debian or NodeSource) keeps it.

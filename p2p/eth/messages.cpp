@@ -432,6 +432,23 @@ Result<HashListRequest> HashListRequest::decode(ByteView payload) noexcept {
     return r;
 }
 
+Result<ResponseHead> ResponseHead::peek(ByteView payload) noexcept {
+    auto items = open_message(payload);
+    if (!items) return items.error();
+    Fields f{*items};
+    ResponseHead r;
+    auto id = f.u64();
+    if (!id) return id.error();
+    r.request_id = *id;
+    auto list = f.list();
+    if (!list) return list.error();
+    if (auto d = f.done(); !d) return d.error();
+    for (ByteView rest = *list; !rest.empty(); ++r.items) {
+        if (auto item = rlp::next_item(rest); !item) return item.error();
+    }
+    return r;
+}
+
 void encode_empty_reply(Bytes& out, uint64_t request_id) {
     rlp::encode_header(out, {true, rlp::length(request_id) + 1});
     rlp::encode(out, request_id);

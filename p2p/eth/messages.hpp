@@ -157,6 +157,14 @@ struct BlockHeadersMessage {
     static Result<BlockHeadersMessage> decode(ByteView payload) noexcept;
 };
 
+// The envelope every eth/66+ response shares, [request id, [item...]], read without decoding the
+// items: what a request tracker checks before spending work on the body.
+struct ResponseHead {
+    uint64_t request_id{0};
+    size_t items{0};
+    static Result<ResponseHead> peek(ByteView payload) noexcept;
+};
+
 // ---- requests answered empty --------------------------------------------------------------------
 
 // GetBlockBodies (0x05), GetReceipts (0x0f), GetPooledTransactions (0x09): [request id, [hash...]].

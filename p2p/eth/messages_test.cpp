@@ -307,6 +307,32 @@ TEST(BlockHeaders, DecodeRejectsNonListHeadersAndExtraFields) {
               rlp::DecodeError::kInputTooShort);
 }
 
+TEST(ResponseHead, PeeksIdAndItemCountOfEveryResponseWithoutDecodingItems) {
+    auto head = ResponseHead::peek(hex(kBlockHeaders1111));
+    ASSERT_TRUE(head) << head.error().message();
+    EXPECT_EQ(head->request_id, 1111u);
+    EXPECT_EQ(head->items, 1u);
+    // Items are only delimited: "80" and "c0" are not headers, but a tracker counts them all the same.
+    head = ResponseHead::peek(list_of({"8207d0",
+                                       "c3"
+                                       "80"
+                                       "c0"
+                                       "01"}));
+    ASSERT_TRUE(head);
+    EXPECT_EQ(head->request_id, 2000u);
+    EXPECT_EQ(head->items, 3u);
+    head = ResponseHead::peek(hex(kEmpty1111));
+    ASSERT_TRUE(head);
+    EXPECT_EQ(head->items, 0u);
+    const Bytes full = hex(kBlockHeaders1111);
+    for (size_t n = 0; n < full.size(); ++n) EXPECT_FALSE(ResponseHead::peek(ByteView{full}.first(n))) << n;
+    EXPECT_EQ(ResponseHead::peek(list_of({"01", "c0", "c0"})).error(), MessageError::kTooManyFields);
+    EXPECT_EQ(ResponseHead::peek(list_of({"01"})).error(), MessageError::kTooFewFields);
+    EXPECT_FALSE(ResponseHead::peek(list_of({"01",
+                                             "c2"
+                                             "c3"})));
+}
+
 TEST(EmptyReplies, EchoTheRequestIdAsGethEncodesThem) {
     Bytes out;
     encode_empty_reply(out, 1111);

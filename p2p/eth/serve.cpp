@@ -61,12 +61,13 @@ class HeaderServer::Collector {
     }
 
     size_t count() const noexcept { return count_; }
+    size_t ancient() const noexcept { return ancient_; }
     size_t bytes() const noexcept { return reply_.size() - kMaxBlockHeadersPrefix; }
     bool full() const noexcept { return full_ || count_ >= max_headers_; }
 
     // Appends one header unless that would pass the byte limit (the first header always goes in);
-    // false once the reply is full.
-    bool add(ByteView header) {
+    // false once the reply is full. `from_ancient` says which store it was read from.
+    bool add(ByteView header, bool from_ancient) {
         if (full()) return false;
         if (count_ > 0 && bytes() + header.size() > max_bytes_) {
             full_ = true;
@@ -74,6 +75,7 @@ class HeaderServer::Collector {
         }
         append(reply_, header);
         ++count_;
+        ancient_ += from_ancient ? 1 : 0;
         return true;
     }
 
@@ -91,6 +93,7 @@ class HeaderServer::Collector {
     uint64_t max_headers_;
     size_t max_bytes_;
     size_t count_{0};
+    size_t ancient_{0};
     bool full_{false};
 };
 
@@ -123,7 +126,7 @@ Outcome<ServeSummary> HeaderServer::serve_impl(const GetBlockHeadersRequest& req
             if (auto r = collect_side_chain(req, want, scratch, out); !r) return r.error();
             out.finish(req.request_id);
             const ServeKind kind = out.count() == 0 ? ServeKind::kUnknownHash : ServeKind::kNonCanonical;
-            return ServeSummary{kind, out.count(), out.bytes()};
+            return ServeSummary{kind, out.count(), out.bytes(), out.ancient()};
         }
         // A canonical hash is served exactly like its number.
         from = **number;
@@ -132,9 +135,19 @@ Outcome<ServeSummary> HeaderServer::serve_impl(const GetBlockHeadersRequest& req
     const db::Order order = req.reverse ? db::Order::kDescending : db::Order::kAscending;
     if (req.skip == 0) {
         // The fast path: one range read, its bytes spliced into the reply as they are.
+        const uint64_t ancient_items = db_.ancient_items();
         if (auto r = db_.header_range(from, want, order, scratch, limits_.max_bytes); !r) return r.error();
         encode_block_headers(reply, req.request_id, scratch.bytes);
-        return ServeSummary{ServeKind::kContiguous, scratch.size(), scratch.bytes.size()};
+        // The range is from, from +/- 1, ...: the frozen ones are those below ancient_items.
+        const uint64_t n = scratch.size();
+        uint64_t ancient = 0;
+        if (!req.reverse) {
+            ancient = from < ancient_items ? std::min(n, ancient_items - from) : 0;
+        } else if (n > 0) {
+            const uint64_t lowest = from - (n - 1);
+            ancient = lowest < ancient_items ? std::min(n, ancient_items - lowest) : 0;
+        }
+        return ServeSummary{ServeKind::kContiguous, n, scratch.bytes.size(), ancient};
     }
 
     // skip + 1 wraps to 0 for skip = 2^64-1: then only the origin can be served.
@@ -142,7 +155,7 @@ Outcome<ServeSummary> HeaderServer::serve_impl(const GetBlockHeadersRequest& req
     Collector out(reply, want, limits_.max_bytes);
     if (auto r = collect_numbers(from, step, req.reverse, want, scratch, out); !r) return r.error();
     out.finish(req.request_id);
-    return ServeSummary{ServeKind::kSkip, out.count(), out.bytes()};
+    return ServeSummary{ServeKind::kSkip, out.count(), out.bytes(), out.ancient()};
 }
 
 // Canonical headers from, from +/- step, ... until `want` are collected, the chain ends or the reply
@@ -150,6 +163,7 @@ Outcome<ServeSummary> HeaderServer::serve_impl(const GetBlockHeadersRequest& req
 Outcome<void> HeaderServer::collect_numbers(uint64_t from, uint64_t step, bool reverse, uint64_t want,
                                             ItemBuffer& scratch, Collector& out) const {
     const db::Order order = reverse ? db::Order::kDescending : db::Order::kAscending;
+    const uint64_t ancient_items = db_.ancient_items();
     uint64_t n = from;
     while (out.count() < want && !out.full()) {
         const uint64_t remaining = want - out.count();
@@ -159,13 +173,14 @@ Outcome<void> HeaderServer::collect_numbers(uint64_t from, uint64_t step, bool r
             const uint64_t span = (k - 1) * step + 1;
             if (auto r = db_.header_range(n, span, order, scratch); !r) return r;
             for (size_t i = 0; i < scratch.size(); i += step) {
-                if (!out.add(scratch.item(i))) return {};
+                const uint64_t number = reverse ? n - i : n + i;
+                if (!out.add(scratch.item(i), number < ancient_items)) return {};
             }
             if (scratch.size() < span) return {};  // past the head or below genesis
             if (!advance(n, k * step, reverse)) return {};
         } else {
             if (auto r = db_.header_range(n, 1, order, scratch); !r) return r;
-            if (scratch.empty() || !out.add(scratch.item(0))) return {};
+            if (scratch.empty() || !out.add(scratch.item(0), n < ancient_items)) return {};
             if (step == 0 || !advance(n, step, reverse)) return {};
         }
     }
@@ -184,7 +199,7 @@ Outcome<void> HeaderServer::collect_side_chain(const GetBlockHeadersRequest& req
     auto found = db_.header_by_hash(req.origin.hash, header);
     if (!found) return found.error();
     if (!*found) return {};
-    out.add(header);
+    out.add(header, false);  // the freezer holds canonical headers only
     if (!req.reverse) return {};
 
     const uint64_t step = req.skip + 1;  // 0 on overflow: nothing before the origin is asked for
@@ -222,7 +237,7 @@ Outcome<void> HeaderServer::collect_side_chain(const GetBlockHeadersRequest& req
                                               peek->number, number));
             }
             if (number == target) {
-                if (!out.add(header)) return {};
+                if (!out.add(header, false)) return {};
                 break;
             }
             hash = peek->parent_hash;

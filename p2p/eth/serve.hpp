@@ -34,8 +34,9 @@ std::string_view to_string(ServeKind k) noexcept;
 
 struct ServeSummary {
     ServeKind kind{ServeKind::kZeroAmount};
-    size_t headers{0};       // headers in the reply, <= min(amount, max_headers)
-    size_t header_bytes{0};  // their RLP bytes
+    size_t headers{0};          // headers in the reply, <= min(amount, max_headers)
+    size_t header_bytes{0};     // their RLP bytes
+    size_t ancient_headers{0};  // of `headers`, those read from the freezer (the rest came from LevelDB)
 };
 
 // Thread-safety: serve() is const and keeps no state between calls, so one HeaderServer may serve

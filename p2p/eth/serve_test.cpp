@@ -158,6 +158,8 @@ class ServeTest : public ::testing::Test {
         ASSERT_TRUE(r) << r.error().message;
         EXPECT_EQ(r->kind, kind);
         EXPECT_EQ(r->headers, numbers.size());
+        // Canonical headers below kAncient were read from the freezer.
+        EXPECT_EQ(r->ancient_headers, std::ranges::count_if(numbers, [](uint64_t n) { return n < kAncient; }));
         expect_reply(reply_, req.request_id, req.amount, numbers);
     }
 

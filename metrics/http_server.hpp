@@ -1,0 +1,77 @@
+#pragma once
+
+// The operator's HTTP endpoint: GET/HEAD /metrics (Prometheus text format 0.0.4) and /healthz.
+// It runs on the node's own io_context beside the p2p server, one coroutine per connection, so it
+// adds no thread; a scrape therefore runs the collectors on that thread, which is cheap (the
+// registry's atomics and a few procfs reads). Every read and write has a deadline, request
+// headers are capped and request bodies refused, and connections beyond a cap are closed at once,
+// so a misbehaving client costs a bounded amount of memory and time and never stops the server.
+//
+// Thread-safety: every member must be called on the thread that runs the io_context (or while
+// it is not running). The collectables themselves may be updated from any thread.
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <prometheus/collectable.h>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "core/result.hpp"
+
+namespace headerd::metrics {
+
+namespace detail {
+struct HttpServerState;
+}  // namespace detail
+
+// What /healthz answers: 200 with `body` when ok, else 503 with `body`.
+struct Health {
+    bool ok{true};
+    std::string body;
+};
+
+struct HttpOptions {
+    // Open connections; one more is closed as soon as it is accepted. Prometheus keeps one.
+    size_t max_connections{64};
+    // Deadline for reading one request (also the keep-alive idle time) and for writing one reply.
+    std::chrono::seconds timeout{30};
+};
+
+// Content-Type of /metrics replies.
+inline constexpr std::string_view kPrometheusTextContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+class HttpServer {
+  public:
+    // `collectables` are collected, in order, on every scrape; expired ones are skipped. Their
+    // metric family names must be distinct. `health` is called for every /healthz request; an empty
+    // function means always healthy.
+    HttpServer(boost::asio::io_context& io, std::vector<std::weak_ptr<prometheus::Collectable>> collectables,
+               std::function<Health()> health, HttpOptions options = {});
+    // Stops the server. Coroutines still pending in the io_context own what they use, so they
+    // may finish after this object is gone.
+    ~HttpServer();
+    HttpServer(const HttpServer&) = delete;
+    HttpServer& operator=(const HttpServer&) = delete;
+
+    // Binds and listens; the error names the address.
+    Outcome<void> listen(const boost::asio::ip::tcp::endpoint& endpoint);
+    // The bound address (the real port when listen() was given port 0); empty when not listening.
+    boost::asio::ip::tcp::endpoint local_endpoint() const;
+    // Starts accepting. REQUIRES: listen() succeeded.
+    void start();
+    // Closes the acceptor and every open connection (a reply being written is cut off), so the
+    // io_context runs out of this server's work. Idempotent; the server cannot be restarted.
+    void stop();
+
+  private:
+    // Shared with the accept and connection coroutines, which keep it alive until they end.
+    std::shared_ptr<detail::HttpServerState> state_;
+};
+
+}  // namespace headerd::metrics

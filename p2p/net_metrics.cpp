@@ -1,0 +1,156 @@
+#include "p2p/net_metrics.hpp"
+
+#include <fmt/format.h>
+
+#include "p2p/eth/messages.hpp"
+
+namespace headerd::p2p {
+namespace {
+
+constexpr uint64_t kRequestCodes[] = {
+    static_cast<uint64_t>(eth::MessageId::kGetBlockHeaders),
+    static_cast<uint64_t>(eth::MessageId::kGetBlockBodies),
+    static_cast<uint64_t>(eth::MessageId::kGetPooledTransactions),
+    static_cast<uint64_t>(eth::MessageId::kGetReceipts),
+};
+constexpr uint64_t kBaseCodes = 4;  // Hello, Disconnect, Ping, Pong
+// The only request this node sends (get, sync, load).
+constexpr uint64_t kTrackedCode = static_cast<uint64_t>(eth::MessageId::kGetBlockHeaders);
+
+constexpr DisconnectReason kReasons[] = {
+    DisconnectReason::kRequested,           DisconnectReason::kNetworkError,    DisconnectReason::kProtocolBreach,
+    DisconnectReason::kUselessPeer,         DisconnectReason::kTooManyPeers,    DisconnectReason::kAlreadyConnected,
+    DisconnectReason::kIncompatibleVersion, DisconnectReason::kInvalidIdentity, DisconnectReason::kQuitting,
+    DisconnectReason::kUnexpectedIdentity,  DisconnectReason::kConnectedToSelf, DisconnectReason::kPingTimeout,
+    DisconnectReason::kSubprotocolError,
+};
+
+constexpr eth::ServeKind kKinds[] = {eth::ServeKind::kZeroAmount, eth::ServeKind::kUnknownHash,
+                                     eth::ServeKind::kContiguous, eth::ServeKind::kSkip, eth::ServeKind::kNonCanonical};
+
+MessageMeters make_meters(metrics::Families& f, const std::string& proto, uint64_t version, uint64_t codes,
+                          bool (*exists)(uint64_t version, uint64_t code)) {
+    MessageMeters m;
+    const std::string v = std::to_string(version);
+    for (uint64_t code = 0; code < codes; ++code) {
+        if (!exists(version, code)) continue;
+        const prometheus::Labels labels{{"proto", proto}, {"version", v}, {"code", code_label(code)}};
+        m.ingress_bytes[code] = &f.ingress_bytes.Add(labels);
+        m.ingress_messages[code] = &f.ingress_messages.Add(labels);
+        m.egress_bytes[code] = &f.egress_bytes.Add(labels);
+        m.egress_messages[code] = &f.egress_messages.Add(labels);
+    }
+    if (proto == "eth") {
+        for (uint64_t code : kRequestCodes) {
+            const prometheus::Labels labels{{"proto", proto}, {"version", v}, {"code", code_label(code)}};
+            m.serve_seconds[code] = &f.serve_seconds.Add(labels, metrics::duration_buckets());
+        }
+    }
+    return m;
+}
+
+tracker::TrackerMetrics make_tracker(metrics::Families& f, uint64_t version) {
+    tracker::TrackerMetrics t;
+    const prometheus::Labels labels{
+        {"proto", "eth"}, {"version", std::to_string(version)}, {"code", code_label(kTrackedCode)}};
+    t.tracked[kTrackedCode] = &f.tracked_requests.Add(labels);
+    t.rtt[kTrackedCode] = &f.request_rtt.Add(labels, metrics::duration_buckets());
+    t.lost = &f.requests_lost.Add({});
+    t.stale = &f.responses_stale.Add({});
+    t.rejected_cap = &f.tracker_rejected.Add({{"reason", "cap"}});
+    t.rejected_duplicate = &f.tracker_rejected.Add({{"reason", "duplicate_id"}});
+    return t;
+}
+
+}  // namespace
+
+std::string code_label(uint64_t code) { return fmt::format("0x{:02x}", code); }
+
+std::string_view reason_label(DisconnectReason r) noexcept {
+    switch (r) {
+        case DisconnectReason::kRequested:
+            return "requested";
+        case DisconnectReason::kNetworkError:
+            return "network_error";
+        case DisconnectReason::kProtocolBreach:
+            return "protocol_breach";
+        case DisconnectReason::kUselessPeer:
+            return "useless_peer";
+        case DisconnectReason::kTooManyPeers:
+            return "too_many_peers";
+        case DisconnectReason::kAlreadyConnected:
+            return "already_connected";
+        case DisconnectReason::kIncompatibleVersion:
+            return "incompatible_version";
+        case DisconnectReason::kInvalidIdentity:
+            return "invalid_identity";
+        case DisconnectReason::kQuitting:
+            return "quitting";
+        case DisconnectReason::kUnexpectedIdentity:
+            return "unexpected_identity";
+        case DisconnectReason::kConnectedToSelf:
+            return "connected_to_self";
+        case DisconnectReason::kPingTimeout:
+            return "ping_timeout";
+        case DisconnectReason::kSubprotocolError:
+            return "subprotocol_error";
+    }
+    return "unknown";
+}
+
+NetMetrics::NetMetrics(metrics::Families& f)
+    : base_(make_meters(f, "p2p", kBaseProtocolVersion, kBaseCodes, [](uint64_t, uint64_t) { return true; })),
+      eth68_(make_meters(f, "eth", eth::kEth68, eth::message_space(eth::kEth68), &eth::is_message_of)),
+      eth69_(make_meters(f, "eth", eth::kEth69, eth::message_space(eth::kEth69), &eth::is_message_of)),
+      tracker68_(make_tracker(f, eth::kEth68)),
+      tracker69_(make_tracker(f, eth::kEth69)) {
+    peers_[static_cast<size_t>(Direction::kInbound)] = &f.peers.Add({{"direction", "inbound"}});
+    peers_[static_cast<size_t>(Direction::kOutbound)] = &f.peers.Add({{"direction", "outbound"}});
+    for (DisconnectReason r : kReasons) {
+        handshake_reasons_[static_cast<size_t>(r)] =
+            &f.handshake_errors.Add({{"reason", std::string(reason_label(r))}});
+    }
+    handshake_failures_[static_cast<size_t>(HandshakeFailure::kTimeout)] =
+        &f.handshake_errors.Add({{"reason", "timeout"}});
+    handshake_failures_[static_cast<size_t>(HandshakeFailure::kNetwork)] = &f.handshake_errors.Add({{"reason", "io"}});
+    headers_served_[static_cast<size_t>(db::Store::kAncient)] = &f.headers_served.Add({{"store", "ancient"}});
+    headers_served_[static_cast<size_t>(db::Store::kLevelDb)] = &f.headers_served.Add({{"store", "leveldb"}});
+    for (eth::ServeKind k : kKinds) {
+        header_requests_[static_cast<size_t>(k)] = &f.header_requests.Add({{"kind", std::string(eth::to_string(k))}});
+    }
+    db_read_[static_cast<size_t>(db::Store::kAncient)] =
+        &f.db_read_seconds.Add({{"store", "ancient"}}, metrics::duration_buckets());
+    db_read_[static_cast<size_t>(db::Store::kLevelDb)] =
+        &f.db_read_seconds.Add({{"store", "leveldb"}}, metrics::duration_buckets());
+    head_ = &f.chain_head_number.Add({});
+    ancient_ = &f.ancient_items.Add({});
+}
+
+const MessageMeters* NetMetrics::eth(uint64_t version) const noexcept {
+    if (version == eth::kEth68) return &eth68_;
+    if (version == eth::kEth69) return &eth69_;
+    return nullptr;
+}
+
+const tracker::TrackerMetrics& NetMetrics::tracker_metrics(uint64_t version) const noexcept {
+    if (version == eth::kEth68) return tracker68_;
+    if (version == eth::kEth69) return tracker69_;
+    return no_tracker_;
+}
+
+prometheus::Counter& NetMetrics::handshake_error(DisconnectReason r) const noexcept {
+    const auto code = static_cast<size_t>(r);
+    if (code < handshake_reasons_.size() && handshake_reasons_[code] != nullptr) return *handshake_reasons_[code];
+    return *handshake_reasons_[static_cast<size_t>(DisconnectReason::kProtocolBreach)];
+}
+
+void NetMetrics::set_chain(uint64_t head_number, uint64_t ancient_items) const noexcept {
+    head_->Set(static_cast<double>(head_number));
+    ancient_->Set(static_cast<double>(ancient_items));
+}
+
+void NetMetrics::on_read(db::Store store, uint64_t, std::chrono::steady_clock::duration elapsed) noexcept {
+    db_read_[static_cast<size_t>(store)]->Observe(std::chrono::duration<double>(elapsed).count());
+}
+
+}  // namespace headerd::p2p
