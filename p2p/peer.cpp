@@ -115,9 +115,9 @@ asio::awaitable<EthLink> establish(Connection& conn, const LocalNode& local) {
     }
 }
 
-asio::awaitable<void> serve_peer(Connection& conn, const EthLink& link, const eth::HeaderServer& server,
-                                 const NetMetrics* metrics) {
+asio::awaitable<void> serve_peer(Connection& conn, const EthLink& link, const ServeContext& context) {
     using eth::MessageId;
+    const NetMetrics* metrics = context.metrics;
     const MessageMeters* meters = metrics != nullptr ? metrics->eth(link.version) : nullptr;
     // Service time of request `code` that arrived at `received`; a no-op with metrics off.
     auto observe_serve = [meters](MessageId code, Clock::time_point received) {
@@ -157,7 +157,7 @@ asio::awaitable<void> serve_peer(Connection& conn, const EthLink& link, const et
                 auto req = eth::GetBlockHeadersRequest::decode(m.payload);
                 if (!req) breach("GetBlockHeaders: " + req.error().message());
                 // A damaged store still gets an (empty) answer; serve() logs nothing itself.
-                auto summary = server.serve(*req, scratch, reply);
+                auto summary = context.headers.serve(*req, scratch, reply);
                 co_await conn.write_message(link.offset + static_cast<uint64_t>(MessageId::kBlockHeaders), reply,
                                             kWriteTimeout);
                 if (metrics != nullptr && summary) {

@@ -16,6 +16,7 @@
 #include "p2p/connection.hpp"
 #include "p2p/eth/messages.hpp"
 #include "p2p/eth/serve.hpp"
+#include "p2p/log_limiter.hpp"
 #include "p2p/net_metrics.hpp"
 #include "p2p/tracker/tracker.hpp"
 
@@ -54,10 +55,15 @@ asio::awaitable<EthLink> establish(Connection& conn, const LocalNode& local);
 // `server`, empty replies to bodies/receipts/pooled transactions, Ping/Pong, gossip ignored,
 // anything else a protocol breach. Requests are answered one at a time, in order, so a peer has at
 // most one request in service; what it pipelines waits in its socket buffer. Each request's service
-// time (read to reply written) and how it was served go to `metrics` unless it is null. Throws
+// time (read to reply written) and how it was served go to context.metrics unless it is null. Throws
 // PeerError on the way out (a Disconnect from the peer included, with can_send() false).
-asio::awaitable<void> serve_peer(Connection& conn, const EthLink& link, const eth::HeaderServer& server,
-                                 const NetMetrics* metrics);
+struct ServeContext {
+    const eth::HeaderServer& headers;
+    const NetMetrics* metrics{nullptr};  // nullptr: metrics off
+    // Errors a peer's requests can trigger again and again (a damaged store) go through it.
+    LogLimiter& limiter;
+};
+asio::awaitable<void> serve_peer(Connection& conn, const EthLink& link, const ServeContext& context);
 
 struct HeadersReply {
     std::vector<Bytes> headers;

@@ -11,6 +11,22 @@
 #include "p2p/peer.hpp"
 
 namespace headerd::p2p {
+namespace {
+
+// Endings that mean the peer broke the protocol (as opposed to leaving, timing out or being refused
+// for capacity).
+bool misbehaved(DisconnectReason r) noexcept {
+    return r == DisconnectReason::kProtocolBreach || r == DisconnectReason::kSubprotocolError ||
+           r == DisconnectReason::kInvalidIdentity || r == DisconnectReason::kUnexpectedIdentity;
+}
+
+// "1.2.3.4:5678" -> "1.2.3.4": a reconnecting peer gets a new port but is the same source.
+std::string conn_host(const std::string& address) {
+    const size_t colon = address.rfind(':');
+    return colon == std::string::npos ? address : address.substr(0, colon);
+}
+
+}  // namespace
 
 Server::Server(asio::io_context& io, const db::ChainDb& db, const rlpx::PrivateKey& key, ServerOptions options)
     : io_(io), db_(db), key_(key), options_(std::move(options)), headers_(db), acceptor_(io) {}
@@ -124,7 +140,7 @@ asio::awaitable<void> Server::run_session(std::shared_ptr<Connection> conn) {
                       link.version);
         serving = true;
         if (metrics != nullptr) metrics->peers(Direction::kInbound).Increment();
-        co_await serve_peer(*conn, link, headers_, metrics);
+        co_await serve_peer(*conn, link, ServeContext{headers_, metrics, limiter_});
     } catch (const PeerTimeout& e) {
         reason = e.reason();
         say_goodbye = e.can_send();
@@ -150,9 +166,18 @@ asio::awaitable<void> Server::run_session(std::shared_ptr<Connection> conn) {
         --established_;
         peer_ids_.erase(conn->remote_key()->bytes());
     }
-    // Peer-caused endings are logged at debug level only: a peer must not be able to flood the log.
-    spdlog::debug("Peer disconnected                        peer={} reason=\"{}\" err=\"{}\"", address,
-                  to_string(reason), why);
+    // Ordinary endings are logged at debug level. Misbehaviour is a warning an operator should see,
+    // rate-limited per peer address so that no peer (nor a crowd of them) can flood the log.
+    if (misbehaved(reason) && !stopping_) {
+        const std::string host = conn_host(address);
+        if (auto v = limiter_.allow(host, Clock::now())) {
+            spdlog::warn("Peer misbehaved, disconnected            peer={} reason=\"{}\" err=\"{}\" suppressed={}",
+                         address, to_string(reason), why, v.suppressed);
+        }
+    } else {
+        spdlog::debug("Peer disconnected                        peer={} reason=\"{}\" err=\"{}\"", address,
+                      to_string(reason), why);
+    }
     if (say_goodbye) {
         co_await conn->disconnect(reason);
     } else {

@@ -19,6 +19,7 @@
 #include "db/chain_db.hpp"
 #include "p2p/connection.hpp"
 #include "p2p/eth/serve.hpp"
+#include "p2p/log_limiter.hpp"
 #include "p2p/net_metrics.hpp"
 #include "p2p/rlpx/secp256k1.hpp"
 
@@ -62,6 +63,8 @@ class Server {
     const rlpx::PrivateKey& key_;
     ServerOptions options_;
     eth::HeaderServer headers_;
+    // Peer-caused warnings: at most one per peer address per 10 s, 10 a second overall.
+    LogLimiter limiter_;
     tcp::acceptor acceptor_;
     std::unordered_set<std::shared_ptr<Connection>> connections_;
     std::set<std::array<uint8_t, 64>> peer_ids_;  // established peers, to refuse a second connection

@@ -908,6 +908,13 @@ TEST_F(BadInput, MalformedGetBlockHeadersIsAProtocolBreach) {
         ASSERT_TRUE(peer->send(kGetBlockHeadersId, hex(c.payload)));
         EXPECT_TRUE(expect_disconnect(*peer, DisconnectReason::kProtocolBreach, true));
     }
+    // 18 breaches from one address within seconds: the warning is logged once (the rest are held back
+    // for 10 s per address), so a misbehaving peer cannot flood the log. The line is written before
+    // the Disconnect is sent, so it is in.
+    const auto lines = sink_->take();
+    const auto warnings = std::ranges::count_if(
+        lines, [](const std::string& l) { return l.find("Peer misbehaved") != std::string::npos; });
+    EXPECT_EQ(warnings, 1);
 }
 
 // ---- 7: unknown and unexpected message ids ------------------------------------------------------
