@@ -120,6 +120,33 @@ test_get() {
         get_case "$enode" "$log" --origin "$head_hash" --amount 3 --reverse
         stop_bg
     done
+
+    # A misbehaving server: headerd get's request tracker must refuse the reply before decoding
+    # it (or count the request lost), exit 1 and say why on stderr; stdout must stay empty.
+    local fault want rc out
+    for fault in extra-header stale-id wrong-code no-reply; do
+        case $fault in
+        extra-header) want="response carries more items than requested" ;;
+        stale-id) want="response to an unknown or expired request id" ;;
+        wrong-code) want="response code does not match the request" ;;
+        no-reply) want="no BlockHeaders reply to request [0-9]+ within 2 s" ;;
+        esac
+        echo "== headerd get -> server.js --fault $fault"
+        log=$WORK/server.$fault.log
+        node "$HERE/server.js" --port 0 --out "$WORK/enode.$fault" --eth 69 --idle 60 --fault "$fault" >"$log" 2>&1 &
+        BG_PID=$!
+        wait_for_file "$WORK/enode.$fault" "$log" 20
+        rc=0
+        out=$(timeout 30 "$HEADERD" get --peer "$(cat "$WORK/enode.$fault")" --origin 100 --amount 5 --timeout 2 \
+            2>"$WORK/get.$fault.err") || rc=$?
+        [[ $rc -eq 1 ]] || { cat "$WORK/get.$fault.err" >&2; fail "get against --fault $fault: exit $rc, expected 1"; }
+        [[ -z $out ]] || fail "get against --fault $fault printed headers"
+        grep -qE "$want" "$WORK/get.$fault.err" ||
+            { cat "$WORK/get.$fault.err" >&2; fail "get against --fault $fault: stderr lacks '$want'"; }
+        grep -q "FAULT $fault" "$log" || { cat "$log" >&2; fail "server.js did not inject $fault"; }
+        echo "ok: headerd get refuses --fault $fault: $want"
+        stop_bg
+    done
 }
 
 [[ $MODE == get ]] || test_serve

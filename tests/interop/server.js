@@ -4,15 +4,17 @@
 // `headerd get/sync/load --peer ENODE` to dial.
 //
 //   node server.js --port P --out ENODE_FILE [--eth 68|69|68,69] [--idle SECONDS]
-//                  [--key HEX32] [--max-peers N] [--fault extra-header|corrupt-header]
+//                  [--key HEX32] [--max-peers N]
+//                  [--fault extra-header|corrupt-header|stale-id|wrong-code|no-reply]
 //
 // Listens on 127.0.0.1:P (P = 0 picks a free port), writes its enode URL to ENODE_FILE once
 // listening (atomically: pollers never see a partial line), logs one line per event to stdout,
 // and exits 0 after --idle seconds without any connection or message (default 60) or on
 // SIGTERM/SIGINT. Exits 1 if it cannot listen.
 //
-// --fault makes the server deliberately wrong (one header more than asked, or one byte of a
-// header changed) so self_test.sh can prove client.js notices; never use it otherwise.
+// --fault makes the server deliberately wrong so the tests can prove a client notices: one header
+// more than asked, one byte of a header changed, a reply for request id + 1 (stale), an empty
+// BlockBodies instead of BlockHeaders (wrong code), or no reply at all (lost); never use it otherwise.
 
 const fs = require('node:fs')
 const { genPrivateKey } = require('@ethereumjs/devp2p')
@@ -21,7 +23,16 @@ const { CODES, DISCONNECT_REASON, NoDelayRLPx, ethCapability, statusOpts, parseV
 
 const USAGE =
   'usage: node server.js --port P --out ENODE_FILE [--eth 68|69|68,69] [--idle SECONDS] [--key HEX32] [--max-peers N]'
-const FAULTS = ['extra-header', 'corrupt-header']
+const FAULTS = ['extra-header', 'corrupt-header', 'stale-id', 'wrong-code', 'no-reply']
+// Faults of the reply as a whole, as opposed to the headers in it.
+const REPLY_FAULTS = ['stale-id', 'wrong-code', 'no-reply']
+
+// Minimal big-endian bytes of a non-negative BigInt (RLP's integer encoding).
+function uintBytes(n) {
+  const out = []
+  for (; n > 0n; n >>= 8n) out.unshift(Number(n & 0xffn))
+  return Uint8Array.from(out)
+}
 
 function parseArgs(argv) {
   const opts = { eth: '68', idle: '60', 'max-peers': '25' }
@@ -223,6 +234,12 @@ function main() {
         // Stored header RLP is canonical (checked in loadChain), so the library's re-encoding
         // of the decoded fields yields exactly the stored bytes.
         let headers = numbers.map((n) => chain.headers[n].fields)
+        if (REPLY_FAULTS.includes(args.fault)) {
+          if (args.fault === 'stale-id') eth.sendMessage(CODES.BLOCK_HEADERS, [uintBytes(BigInt(bytesToUint(req.id)) + 1n), headers])
+          if (args.fault === 'wrong-code') eth.sendMessage(CODES.BLOCK_BODIES, [req.id, []])
+          log(`peer ${who} GetBlockHeaders id=${bytesToUint(req.id)} -> FAULT ${args.fault}`)
+          break
+        }
         if (args.fault !== undefined && numbers.length > 0) headers = injectFault(args.fault, numbers, headers)
         eth.sendMessage(CODES.BLOCK_HEADERS, [req.id, headers])
         log(
