@@ -42,7 +42,11 @@ Outcome<uint64_t> Args::get_u64(const std::string& name, uint64_t fallback) cons
     return *n;
 }
 
-Outcome<Args> parse_args(const CommandSpec& spec, int argc, char** argv) {
+void Args::merge_defaults(const std::map<std::string, std::string>& values) {
+    values_.insert(values.begin(), values.end());  // insert keeps a key that is already there
+}
+
+Outcome<Args> parse_command_line(const CommandSpec& spec, int argc, char** argv) {
     Args args;
     for (int i = 0; i < argc; ++i) {
         std::string a = argv[i];
@@ -80,12 +84,23 @@ Outcome<Args> parse_args(const CommandSpec& spec, int argc, char** argv) {
             args.values_[name] = argv[++i];
         }
     }
+    return args;
+}
+
+Outcome<void> check_required(const CommandSpec& spec, const Args& args) {
     for (const auto& o : spec.options) {
         if (o.required && !args.has(o.name)) {
             return make_error(
                 fmt::format("{}: --{} is required (see headerd {} --help)", spec.name, o.name, spec.name));
         }
     }
+    return {};
+}
+
+Outcome<Args> parse_args(const CommandSpec& spec, int argc, char** argv) {
+    auto args = parse_command_line(spec, argc, argv);
+    if (!args || args->help()) return args;
+    if (auto r = check_required(spec, *args); !r) return r.error();
     return args;
 }
 

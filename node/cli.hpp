@@ -40,15 +40,23 @@ class Args {
     const std::vector<std::string>& positional() const { return positional_; }
     bool help() const { return help_; }
 
+    // Adds the values of options the command line did not give: a lower-precedence source (the
+    // config file) must not override a flag.
+    void merge_defaults(const std::map<std::string, std::string>& values);
+
   private:
-    friend Outcome<Args> parse_args(const CommandSpec& spec, int argc, char** argv);
+    friend Outcome<Args> parse_command_line(const CommandSpec& spec, int argc, char** argv);
     std::map<std::string, std::string> values_;
     std::vector<std::string> positional_;
     bool help_{false};
 };
 
-// Parses argv[0..argc) (the arguments after the subcommand name).
+// Parses argv[0..argc) (the arguments after the subcommand name) and checks required options.
 Outcome<Args> parse_args(const CommandSpec& spec, int argc, char** argv);
+// The two steps of parse_args, for a caller that merges another source of values in between
+// (start() and the config file): required options may come from either.
+Outcome<Args> parse_command_line(const CommandSpec& spec, int argc, char** argv);
+Outcome<void> check_required(const CommandSpec& spec, const Args& args);
 std::string help_text(const CommandSpec& spec);
 Outcome<uint64_t> parse_u64(const std::string& text);
 

@@ -65,6 +65,22 @@ TEST(Cli, HelpWinsAndListsEveryOption) {
     }
 }
 
+TEST(Cli, MergedDefaultsNeverOverrideTheCommandLineAndCountForRequired) {
+    std::vector<std::string> words{"--from", "5"};
+    std::vector<char*> argv;
+    for (auto& w : words) argv.push_back(w.data());
+    auto a = parse_command_line(kSpec, static_cast<int>(argv.size()), argv.data());
+    ASSERT_TRUE(a) << a.error().message;
+    auto missing = check_required(kSpec, *a);
+    ASSERT_FALSE(missing);
+    EXPECT_NE(missing.error().message.find("--datadir is required"), std::string::npos);
+    a->merge_defaults({{"from", "7"}, {"datadir", "/file"}, {"json", "true"}});
+    EXPECT_TRUE(check_required(kSpec, *a));
+    EXPECT_EQ(*a->get("from"), "5");
+    EXPECT_EQ(*a->get("datadir"), "/file");
+    EXPECT_TRUE(a->has("json"));
+}
+
 TEST(Cli, ParseU64Bounds) {
     EXPECT_EQ(*parse_u64("18446744073709551615"), UINT64_MAX);
     EXPECT_FALSE(parse_u64("18446744073709551616"));

@@ -12,4 +12,23 @@ int cmd_freeze(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_get(int argc, char** argv);
 
+struct Command {
+    const char* name;
+    int (*run)(int, char**);
+    const char* summary;
+};
+
+// Every subcommand, in the order `headerd --help` lists them. The config file is checked against
+// the options of all of them (command_specs() in common.hpp).
+inline constexpr Command kCommands[] = {
+    {"generate", cmd_generate, "write a deterministic synthetic chain"},
+    {"import", cmd_import, "import .era1 archives or .rlp header/block files"},
+    {"export", cmd_export, "write headers as concatenated RLP"},
+    {"inspect", cmd_inspect, "show heads, counts, sizes, genesis and fork id"},
+    {"verify", cmd_verify, "recheck every stored header"},
+    {"freeze", cmd_freeze, "move old headers into the ancient store"},
+    {"serve", cmd_serve, "serve the stored headers to devp2p peers"},
+    {"get", cmd_get, "ask a peer for headers"},
+};
+
 }  // namespace headerd::node

@@ -4,9 +4,21 @@
 
 #include <spdlog/spdlog.h>
 
+#include "node/commands.hpp"
+#include "node/config.hpp"
 #include "node/logging.hpp"
 
 namespace headerd::node {
+
+const char* const kVersion = HEADERD_VERSION;
+const char* const kCommit = HEADERD_COMMIT;
+const char* const kClientId = "headerd/v" HEADERD_VERSION;
+namespace {
+
+// Set while command_specs() runs a command only to learn its spec: start() stores it here.
+thread_local CommandSpec* describing = nullptr;
+
+}  // namespace
 
 OptionSpec datadir_option() { return {"datadir", "DIR", "data directory (chaindata/, nodekey, enode)", "", true}; }
 OptionSpec verbosity_option() { return {"verbosity", "N", "log level: 0 silent .. 3 info .. 5 trace", "3", false}; }
@@ -16,26 +28,67 @@ int fail(const std::string& message) {
     return kExitFailure;
 }
 
-std::optional<Args> start(const CommandSpec& spec, int argc, char** argv, int* code) {
-    auto args = parse_args(spec, argc, argv);
-    if (!args) {
-        std::fprintf(stderr, "error: %s\n", args.error().message.c_str());
-        *code = kExitUsage;
+CommandSpec with_common_options(CommandSpec spec) {
+    const auto add = [&spec](OptionSpec option) {
+        for (const auto& o : spec.options) {
+            if (o.name == option.name) return;
+        }
+        spec.options.push_back(std::move(option));
+    };
+    add({"config", "FILE", "read options from a TOML file; options given here override it", "", false});
+    add({"log.json", "", "log to stderr as JSON lines instead of text", "", false});
+    return spec;
+}
+
+std::optional<Args> start(const CommandSpec& command_spec, int argc, char** argv, int* code) {
+    CommandSpec spec = with_common_options(command_spec);
+    if (describing != nullptr) {
+        *describing = std::move(spec);
+        *code = kExitOk;
         return std::nullopt;
     }
+    const auto usage_error = [code](const std::string& message) {
+        std::fprintf(stderr, "error: %s\n", message.c_str());
+        *code = kExitUsage;
+        return std::nullopt;
+    };
+    auto args = parse_command_line(spec, argc, argv);
+    if (!args) return usage_error(args.error().message);
     if (args->help()) {
         std::fputs(help_text(spec).c_str(), stdout);
         *code = kExitOk;
         return std::nullopt;
     }
-    auto verbosity = args->get_u64("verbosity", 3);
-    if (!verbosity || *verbosity > 5) {
-        std::fprintf(stderr, "error: --verbosity must be 0..5\n");
-        *code = kExitUsage;
-        return std::nullopt;
+    // The file fills in what the command line left out, before required options are checked: a
+    // datadir may come from either.
+    if (auto path = args->get("config")) {
+        auto values = load_config(*path, spec, command_specs());
+        if (!values) return usage_error(values.error().message);
+        args->merge_defaults(*values);
     }
-    (void)setup_logging(static_cast<int>(*verbosity));
+    if (auto r = check_required(spec, *args); !r) return usage_error(r.error().message);
+    auto verbosity = args->get_u64("verbosity", 3);
+    if (!verbosity || *verbosity > 5) return usage_error("--verbosity must be 0..5");
+    (void)setup_logging(static_cast<int>(*verbosity), args->has("log.json"));
     return std::move(*args);
+}
+
+std::vector<CommandSpec> command_specs() {
+    std::vector<CommandSpec> specs;
+    for (const Command& c : kCommands) {
+        CommandSpec spec;
+        describing = &spec;
+        char* no_args[] = {nullptr};
+        try {
+            (void)c.run(0, no_args);
+        } catch (...) {
+            describing = nullptr;
+            throw;
+        }
+        describing = nullptr;
+        specs.push_back(std::move(spec));
+    }
+    return specs;
 }
 
 db::ProgressFn progress_fn(Progress& p) {

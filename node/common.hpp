@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "db/chain_db.hpp"
 #include "db/import.hpp"
@@ -17,14 +18,28 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
 
+// This build's version and git commit (headerd_build_info, the client id in Hello).
+extern const char* const kVersion;
+extern const char* const kCommit;
+extern const char* const kClientId;
+
 OptionSpec datadir_option();
 OptionSpec verbosity_option();
+
+// What start() adds to every command's options (they show in --help): --config FILE and --log.json.
+CommandSpec with_common_options(CommandSpec spec);
 
 // Logs the message as an error; returns kExitFailure.
 int fail(const std::string& message);
 
-// Parses the arguments, handles --help and --verbosity; nullopt means "exit with *code".
+// Parses the arguments with the common options added, merges the config file under them, handles
+// --help, --verbosity and --log.json; nullopt means "exit with *code".
+// REQUIRES: a command calls start() before it does anything else. command_specs() learns the
+// options of every command by running it in a mode where start() records the spec and returns.
 std::optional<Args> start(const CommandSpec& spec, int argc, char** argv, int* code);
+
+// The spec of every command in kCommands (commands.hpp), common options included.
+std::vector<CommandSpec> command_specs();
 
 db::ProgressFn progress_fn(Progress& p);
 

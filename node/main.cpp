@@ -9,22 +9,7 @@
 
 namespace {
 
-struct Command {
-    const char* name;
-    int (*run)(int, char**);
-    const char* summary;
-};
-
-constexpr Command kCommands[] = {
-    {"generate", headerd::node::cmd_generate, "write a deterministic synthetic chain"},
-    {"import", headerd::node::cmd_import, "import .era1 archives or .rlp header/block files"},
-    {"export", headerd::node::cmd_export, "write headers as concatenated RLP"},
-    {"inspect", headerd::node::cmd_inspect, "show heads, counts, sizes, genesis and fork id"},
-    {"verify", headerd::node::cmd_verify, "recheck every stored header"},
-    {"freeze", headerd::node::cmd_freeze, "move old headers into the ancient store"},
-    {"serve", headerd::node::cmd_serve, "serve the stored headers to devp2p peers"},
-    {"get", headerd::node::cmd_get, "ask a peer for headers"},
-};
+using headerd::node::kCommands;
 
 void usage(std::FILE* out) {
     std::fprintf(out,

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "node/logging.hpp"
+
 namespace headerd::node {
 namespace {
 
@@ -22,7 +24,8 @@ std::string format_duration(double seconds) {
 
 Progress::Progress(std::string what)
     : what_(std::move(what)),
-      tty_(::isatty(STDERR_FILENO) == 1),
+      // JSON logs must stay one object per line, so the \r progress line is for text logs only.
+      tty_(::isatty(STDERR_FILENO) == 1 && !json_logging()),
       start_(std::chrono::steady_clock::now()),
       last_(start_) {}
 
