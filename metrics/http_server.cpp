@@ -172,14 +172,14 @@ void close(beast::tcp_stream& stream) {
 // Closing with unread bytes makes the kernel answer with RST, which can destroy the reply before the
 // client reads it; so, like nginx's lingering close, stop sending and drain for a bounded time and
 // amount first.
-asio::awaitable<void> linger(beast::tcp_stream& stream, std::chrono::seconds timeout) {
+asio::awaitable<void> linger(std::shared_ptr<beast::tcp_stream> stream, std::chrono::seconds timeout) {
     boost::system::error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream.expires_after(std::min<std::chrono::steady_clock::duration>(timeout, kLingerTime));
+    stream->socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream->expires_after(std::min<Clock::duration>(timeout, kLingerTime));
     std::array<char, 4096> scratch;
     size_t drained = 0;
     while (drained < kMaxLingerBytes) {
-        const auto [ec, n] = co_await stream.async_read_some(asio::buffer(scratch), kTuple);
+        const auto [ec, n] = co_await stream->async_read_some(asio::buffer(scratch), kTuple);
         if (ec) break;
         drained += n;
     }
@@ -199,7 +199,7 @@ asio::awaitable<void> run_session(std::shared_ptr<State> s, std::shared_ptr<beas
                 reply->prepare_payload();
                 stream->expires_after(s->options.timeout);
                 const auto [write_ec, write_n] = co_await http::async_write(*stream, *reply, kTuple);
-                if (!write_ec && !s->stopping) co_await linger(*stream, s->options.timeout);
+                if (!write_ec && !s->stopping) co_await linger(stream, s->options.timeout);
             }
             break;
         }

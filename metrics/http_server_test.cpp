@@ -1,5 +1,6 @@
 #include "metrics/http_server.hpp"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
@@ -11,6 +12,10 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -23,10 +28,6 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
-#include <prometheus/counter.h>
-#include <prometheus/gauge.h>
-#include <prometheus/histogram.h>
-#include <prometheus/registry.h>
 
 #include "metrics/process_collector.hpp"
 
@@ -124,7 +125,8 @@ class HttpServerTest : public ::testing::Test {
     void start_server(HttpOptions options = {}, std::vector<std::weak_ptr<prometheus::Collectable>> extra = {}) {
         std::vector<std::weak_ptr<prometheus::Collectable>> collectables{registry_, expired_};
         collectables.insert(collectables.end(), extra.begin(), extra.end());
-        server_ = std::make_unique<HttpServer>(io_, std::move(collectables), [this] { return health_; }, options);
+        server_ = std::make_unique<HttpServer>(
+            io_, std::move(collectables), [this] { return health_; }, options);
         const auto listening = server_->listen(tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
         ASSERT_TRUE(listening.has_value()) << listening.error().message;
         ASSERT_NE(server_->local_endpoint().port(), 0);
@@ -297,7 +299,8 @@ TEST_F(HttpServerTest, OversizedHeaderIsRefused) {
     start_server();
     run([](HttpServer* server) -> asio::awaitable<void> {
         auto stream = co_await connect(server->local_endpoint());
-        const std::string big = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(64 * 1024, 'a') + "\r\n\r\n";
+        const std::string big =
+            "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(64 * 1024, 'a') + "\r\n\r\n";
         // The server stops parsing at its limit but drains the rest, so the 431 is not lost to a reset.
         co_await asio::async_write(stream, asio::buffer(big), asio::use_awaitable);
         beast::flat_buffer buffer;
