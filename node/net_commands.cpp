@@ -33,13 +33,15 @@ namespace {
 namespace asio = boost::asio;
 using p2p::tcp;
 
-// HOST:PORT with a numeric host (IPv4, or [IPv6]); port 0 picks a free port. Errors name `option`.
+// HOST:PORT with a numeric host (IPv4, or [IPv6]); PORT or :PORT alone means loopback, so that
+// nothing is exposed beyond the machine unless asked for; port 0 picks a free port. Errors name
+// `option`.
 Outcome<tcp::endpoint> parse_endpoint(const std::string& option, const std::string& text) {
     const size_t colon = text.rfind(':');
-    if (colon == std::string::npos) return make_error(fmt::format("--{} {}: expected HOST:PORT", option, text));
-    std::string host = text.substr(0, colon);
+    std::string host = colon == std::string::npos ? "" : text.substr(0, colon);
+    if (host.empty()) host = "127.0.0.1";
     if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    auto port = parse_u64(text.substr(colon + 1));
+    auto port = parse_u64(colon == std::string::npos ? text : text.substr(colon + 1));
     if (!port || *port > 65535) return make_error(fmt::format("--{} {}: bad port", option, text));
     boost::system::error_code ec;
     const auto address = asio::ip::make_address(host, ec);
@@ -84,9 +86,12 @@ int cmd_serve(int argc, char** argv) {
         "serve the stored headers to devp2p peers (RLPx, eth/68 and eth/69)",
         "--datadir DIR [--listen HOST:PORT] [--max-peers N] [--metrics HOST:PORT]",
         {datadir_option(),
-         {"listen", "HOST:PORT", "TCP address to accept peers on (port 0: any free port)", "127.0.0.1:30303", false},
-         {"metrics", "HOST:PORT",
-          "serve Prometheus metrics on http://HOST:PORT/metrics and health on /healthz (off when absent)", "", false},
+         {"listen", "[HOST:]PORT", "TCP address to accept peers on (host 127.0.0.1 if absent; port 0: any free port)",
+          "127.0.0.1:30303", false},
+         {"metrics", "[HOST:]PORT",
+          "serve Prometheus metrics on http://HOST:PORT/metrics and /healthz (host 127.0.0.1 if absent; off when "
+          "absent)",
+          "", false},
          {"max-peers", "N", "peers served at once; more get Disconnect \"too many peers\"", "50", false},
          verbosity_option()},
         false,
