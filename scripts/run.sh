@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # README command 1: install what is missing, build, import the bundled real mainnet headers
 # (era1 epoch 0, blocks 0..8191) into ./datadir, show what the node holds, and serve them to
-# devp2p peers on 127.0.0.1:30303 (the enode URL is printed and written to datadir/enode).
-# Importing again is a no-op. Stop with Ctrl-C.
+# devp2p peers on 127.0.0.1:30303 (the enode URL is printed and written to datadir/enode), with
+# Prometheus metrics on http://127.0.0.1:6060/metrics. Importing again is a no-op. Stop with Ctrl-C.
+# HEADERD_DATADIR, HEADERD_LISTEN and HEADERD_METRICS change the defaults.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -11,4 +12,5 @@ datadir=${HEADERD_DATADIR:-datadir}
 ./build/node/headerd import --datadir "$datadir" tests/data/mainnet-00000-5ec1ffb8.era1
 ./build/node/headerd verify --datadir "$datadir"
 ./build/node/headerd inspect --datadir "$datadir"
-exec ./build/node/headerd serve --datadir "$datadir" --listen "${HEADERD_LISTEN:-127.0.0.1:30303}"
+exec ./build/node/headerd serve --datadir "$datadir" --listen "${HEADERD_LISTEN:-127.0.0.1:30303}" \
+    --metrics "${HEADERD_METRICS:-127.0.0.1:6060}"
