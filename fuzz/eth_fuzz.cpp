@@ -43,9 +43,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             }
             break;
         }
-        case 6:
-            (void)eth::BlockHeadersMessage::decode(in);
+        case 6: {
+            // The tracker's envelope peek must agree with the full decode whenever that succeeds.
+            auto full = eth::BlockHeadersMessage::decode(in);
+            auto head = eth::ResponseHead::peek(in);
+            if (full && (!head || head->request_id != full->request_id || head->items != full->headers.size())) {
+                std::abort();
+            }
             break;
+        }
         case 7:
             (void)eth::HashListRequest::decode(in);
             break;
