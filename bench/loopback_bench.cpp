@@ -19,9 +19,13 @@
 //       request.
 //
 // Common options: --max-peers N (passed to serve, default 2000), --server-log FILE (serve's
-// stdout and stderr, default /dev/null), --wrap "CMD ARGS" (run serve under CMD, e.g. strace -f -c
-// -o FILE; the server pid is then the wrapper's child). The client is one thread (one io_context);
-// RLIMIT_NOFILE is raised for it and for the server it starts.
+// stdout and stderr, default /dev/null), --serve-args "ARGS" (whitespace-separated arguments appended
+// to the `headerd serve` command line, e.g. "--metrics 127.0.0.1:0"; no quoting), --wrap "CMD ARGS"
+// (run serve under CMD, e.g. strace -f -c -o FILE; the server pid is then the wrapper's child, or the
+// wrapper itself when it has none, as valgrind), --before-stop "CMD" (after the last row, with the
+// server still running, run `/bin/sh -c CMD`; the benchmark fails if CMD does, e.g. to scrape the
+// server's /metrics). The client is one thread (one io_context); RLIMIT_NOFILE is raised for it and
+// for the server it starts.
 
 #include <fcntl.h>
 #include <signal.h>
@@ -31,6 +35,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -109,7 +114,9 @@ struct Options {
     double idle{2};
     uint64_t max_peers{2000};
     std::string server_log{"/dev/null"};
+    std::string serve_args;
     std::string wrap;
+    std::string before_stop;
 };
 
 std::vector<Row> parse_rows(const std::string& text) {
@@ -159,8 +166,12 @@ Options parse_options(int argc, char** argv) {
             o.max_peers = std::stoull(value());
         } else if (a == "--server-log") {
             o.server_log = value();
+        } else if (a == "--serve-args") {
+            o.serve_args = value();
         } else if (a == "--wrap") {
             o.wrap = value();
+        } else if (a == "--before-stop") {
+            o.before_stop = value();
         } else if (a == "throughput" || a == "requests" || a == "idle") {
             o.mode = a;
         } else {
@@ -284,6 +295,8 @@ class ServerProcess {
             args.emplace_back(a);
         }
         args.push_back(std::to_string(o.max_peers));
+        std::stringstream extra(o.serve_args);
+        for (std::string a; extra >> a;) args.push_back(a);
         std::vector<char*> argv;
         for (std::string& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
@@ -298,13 +311,12 @@ class ServerProcess {
         running_ = true;
 
         const auto deadline = Clock::now() + std::chrono::seconds(60);
-        while (pid_ == 0 || enode_.empty()) {
+        while (enode_.empty()) {
             int status = 0;
             if (waitpid(spawned_, &status, WNOHANG) == spawned_) {
                 running_ = false;
                 die("headerd serve exited before writing " + enode_path + " (log: " + o.server_log + ")");
             }
-            if (pid_ == 0) pid_ = wrapped_ ? first_child(spawned_) : spawned_;
             if (std::filesystem::exists(enode_path, ec)) {
                 std::string line = read_text(enode_path);
                 while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
@@ -312,6 +324,12 @@ class ServerProcess {
             }
             if (Clock::now() > deadline) die("headerd serve did not write " + enode_path + " within 60 s");
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        // Once serve has written its enode, a forking wrapper (strace) has forked it; a wrapper that
+        // runs it in its own process (valgrind) has no child.
+        pid_ = spawned_;
+        if (wrapped_) {
+            if (const pid_t child = first_child(spawned_); child != 0) pid_ = child;
         }
         auto parsed = p2p::parse_enode(enode_);
         if (!parsed) die("enode " + enode_ + ": " + parsed.error().message);
@@ -360,6 +378,21 @@ class ServerProcess {
     tcp::endpoint endpoint_;
     std::optional<rlpx::PublicKey> key_;
 };
+
+// Runs `/bin/sh -c command` with this process's stdout and stderr and waits for it; its exit status.
+int run_shell(const std::string& command) {
+    std::string sh = "/bin/sh";
+    std::string flag = "-c";
+    std::string text = command;
+    std::array<char*, 4> argv{sh.data(), flag.data(), text.data(), nullptr};
+    pid_t pid = 0;
+    if (const int rc = posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ); rc != 0) {
+        die("cannot start /bin/sh: " + std::string(std::strerror(rc)));
+    }
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid) die("waitpid failed for /bin/sh -c " + command);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
 
 // ---- client connections --------------------------------------------------------------------------
 
@@ -751,6 +784,7 @@ int main(int argc, char** argv) {
                 static_cast<int>(server.pid()), server.enode().substr(0, 24).c_str(),
                 proc_max_open_files(server.pid()).c_str(), static_cast<unsigned long long>(chain.head.number),
                 static_cast<unsigned long long>(chain.ancient_items), o.origins.c_str());
+    if (!o.serve_args.empty()) std::printf("server: serve args %s\n", o.serve_args.c_str());
     std::fflush(stdout);
 
     asio::io_context io(1);
@@ -770,6 +804,12 @@ int main(int argc, char** argv) {
         asio::co_spawn(io, throughput(io, o, chain, server, local, rc), done);
     }
     io.run();
+    if (error.empty() && rc == 0 && !o.before_stop.empty()) {
+        std::fflush(stdout);
+        if (const int status = run_shell(o.before_stop); status != 0) {
+            error = "--before-stop command exited with status " + std::to_string(status);
+        }
+    }
     server.stop();
     if (!error.empty()) {
         std::fprintf(stderr, "loopback_bench: %s\n", error.c_str());
