@@ -156,7 +156,8 @@ asio::awaitable<void> serve_peer(Connection& conn, const EthLink& link, const Se
             case MessageId::kGetBlockHeaders: {
                 auto req = eth::GetBlockHeadersRequest::decode(m.payload);
                 if (!req) breach("GetBlockHeaders: " + req.error().message());
-                // A damaged store still gets an (empty) answer; serve() logs nothing itself.
+                // A damaged store still gets an (empty) answer; serve() logs nothing itself, the
+                // session does below.
                 auto summary = context.headers.serve(*req, scratch, reply);
                 co_await conn.write_message(link.offset + static_cast<uint64_t>(MessageId::kBlockHeaders), reply,
                                             kWriteTimeout);
@@ -168,8 +169,13 @@ asio::awaitable<void> serve_peer(Connection& conn, const EthLink& link, const Se
                         .Increment(static_cast<double>(summary->headers - summary->ancient_headers));
                 }
                 observe_serve(id, received);
-                if (!summary)
-                    spdlog::error("Serving headers failed                   err=\"{}\"", summary.error().message);
+                // A damaged store fails every request that touches it: one line per 10 s is enough.
+                if (!summary) {
+                    if (auto v = context.limiter.allow("damaged store", Clock::now())) {
+                        spdlog::error("Serving headers failed                   err=\"{}\" suppressed={}",
+                                      summary.error().message, v.suppressed);
+                    }
+                }
                 break;
             }
             case MessageId::kGetBlockBodies:
