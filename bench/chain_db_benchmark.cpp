@@ -37,6 +37,7 @@
 
 #include "ancient/file_system.hpp"
 #include "bench/allocation_counter.hpp"
+#include "bench/bench_chain.hpp"
 #include "bench/bench_util.hpp"
 #include "core/block_header.hpp"
 #include "core/item_buffer.hpp"
@@ -48,12 +49,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr uint64_t kRange = 192;                            // headers per request (an eth GetBlockHeaders reply)
-constexpr uint64_t kSeed = 1;                               // of the generated chain (`headerd generate` default)
-constexpr uint64_t kOriginSeed = 0x5eed;                    // of the origins
-constexpr size_t kOrigins = 1024;                           // distinct origins per placement, cycled
-constexpr size_t kAppendBatch = 10'000;                     // as node/commands.cpp cmd_generate
-constexpr const char* kMarkerFile = "headerd-bench-chain";  // this program made the datadir
+constexpr uint64_t kRange = 192;          // headers per request (an eth GetBlockHeaders reply)
+constexpr uint64_t kOriginSeed = 0x5eed;  // of the origins
+constexpr size_t kOrigins = 1024;         // distinct origins per placement, cycled
 
 enum class Placement { kAncient, kLevelDb, kBoundary };
 constexpr std::array kPlacements{Placement::kAncient, Placement::kLevelDb, Placement::kBoundary};
@@ -71,9 +69,7 @@ const char* placement_name(Placement p) {
 }
 
 struct Settings {
-    uint64_t headers{0};
-    uint64_t keep{0};
-    std::string dir;
+    ChainSettings chain;
     std::optional<uint64_t> iterations;
 };
 
@@ -102,109 +98,15 @@ Outcome<void> naive_range(const db::ChainDb& chain, uint64_t from, uint64_t coun
 
 // ---- fixture -------------------------------------------------------------------------------------
 
-Outcome<void> generate(const std::string& dir, uint64_t count) {
-    db::ChainDbOptions opts;
-    opts.create_if_missing = true;
-    auto opened = db::ChainDb::open(dir, opts);
-    if (!opened) return opened.error();
-    db::ChainDb& chain = **opened;
-    synthetic::Generator gen(count, kSeed);
-    if (auto r = chain.set_config(gen.config()); !r) return r;
-
-    ItemBuffer rlps;
-    std::vector<synthetic::Generator::Produced> produced;
-    std::vector<db::NewHeader> batch;
-    const auto start = std::chrono::steady_clock::now();
-    while (!gen.done()) {
-        rlps.clear();
-        produced.clear();
-        while (!gen.done() && produced.size() < kAppendBatch) {
-            produced.push_back(gen.next(rlps.bytes));  // appends the header RLP
-            rlps.ends.push_back(rlps.bytes.size());
-        }
-        batch.clear();
-        for (size_t i = 0; i < produced.size(); ++i) {
-            const auto& p = produced[i];
-            batch.push_back(db::NewHeader{rlps.item(i), p.hash, p.number, p.total_difficulty, p.timestamp});
-        }
-        if (auto r = chain.append(batch); !r) return r;
-    }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "bench: generated and appended %llu headers in %.1f s\n",
-                 static_cast<unsigned long long>(count), seconds);
-    return {};
-}
-
-Outcome<void> freeze(const std::string& dir, uint64_t keep) {
-    auto opened = db::ChainDb::open(dir, {});
-    if (!opened) return opened.error();
-    const auto start = std::chrono::steady_clock::now();
-    db::FreezeOptions opts;
-    opts.keep = keep;
-    auto frozen = (*opened)->freeze(opts);
-    if (!frozen) return frozen.error();
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "bench: froze blocks [0, %llu) in %.1f s\n", static_cast<unsigned long long>(*frozen),
-                 seconds);
-    return {};
-}
-
-// Makes `s.dir` hold exactly the benchmark chain, reusing what a previous run left when it can.
-// Deletes only a chaindata/ this program created (marker file), never someone else's database.
-Outcome<void> prepare_datadir(const Settings& s) {
-    const fs::path dir(s.dir);
-    const fs::path chaindata = dir / "chaindata";
-    const fs::path marker = dir / kMarkerFile;
-    const uint64_t want_ancient = s.headers - s.keep;
-    std::error_code ec;
-    if (fs::exists(chaindata, ec)) {
-        std::string why;
-        {
-            auto opened = db::ChainDb::open(s.dir, {});
-            if (!opened) {
-                why = opened.error().message;
-            } else {
-                const db::ChainDb& chain = **opened;
-                const synthetic::Generator gen(s.headers, kSeed);
-                const auto head = chain.head();
-                if (chain.config() == nullptr || *chain.config() != gen.config()) {
-                    why = "another chain config";
-                } else if (!head || head->number != s.headers - 1) {
-                    why = "head " + (head ? std::to_string(head->number) : std::string("none")) + ", want " +
-                          std::to_string(s.headers - 1);
-                } else if (chain.ancient_items() > want_ancient) {
-                    why = "ancient items " + std::to_string(chain.ancient_items()) + ", want " +
-                          std::to_string(want_ancient);
-                }
-            }
-        }
-        if (why.empty()) return freeze(s.dir, s.keep);  // no-op when already frozen that far
-        if (!fs::exists(marker, ec)) {
-            return make_error("bench: " + chaindata.string() + " is not a benchmark chain this program made (" + why +
-                              "); point HEADERD_BENCH_DIR elsewhere");
-        }
-        std::fprintf(stderr, "bench: regenerating %s (%s)\n", s.dir.c_str(), why.c_str());
-        fs::remove_all(chaindata, ec);
-        if (ec) return make_error("bench: cannot remove " + chaindata.string() + ": " + ec.message());
-    }
-    fs::create_directories(dir, ec);
-    if (ec) return make_error("bench: cannot create " + dir.string() + ": " + ec.message());
-    std::ofstream(marker) << "headers=" << s.headers << " keep=" << s.keep << " seed=" << kSeed << "\n";
-    std::fprintf(stderr, "bench: generating %llu headers into %s (once; kept for later runs)\n",
-                 static_cast<unsigned long long>(s.headers), s.dir.c_str());
-    if (auto r = generate(s.dir, s.headers); !r) return r;
-    return freeze(s.dir, s.keep);
-}
-
 class Fixture {
   public:
     static Outcome<std::unique_ptr<Fixture>> create(const Settings& s) {
-        if (auto r = prepare_datadir(s); !r) return r.error();
+        if (auto r = prepare_chain(s.chain); !r) return r.error();
         auto f = std::unique_ptr<Fixture>(new Fixture());
         db::ChainDbOptions opts;
         opts.read_only = true;  // no freezer writes, so the counting wrapper never snapshots files
         opts.fs = &f->fs_;
-        auto opened = db::ChainDb::open(s.dir, opts);
+        auto opened = db::ChainDb::open(s.chain.dir, opts);
         if (!opened) return opened.error();
         f->chain_ = std::move(*opened);
         f->ancient_items_ = f->chain_->ancient_items();
@@ -383,27 +285,10 @@ void bm_naive(benchmark::State& state, Placement placement) {
 }
 
 std::optional<Settings> read_settings() {
-    Settings s;
-    const auto headers = env_u64("HEADERD_BENCH_HEADERS", 1'000'000);
-    if (!headers) {
-        std::fprintf(stderr, "bench: HEADERD_BENCH_HEADERS is not a number\n");
-        return std::nullopt;
-    }
-    s.headers = *headers;
-    const auto keep = env_u64("HEADERD_BENCH_KEEP", std::min<uint64_t>(90'000, s.headers / 4));
-    if (!keep) {
-        std::fprintf(stderr, "bench: HEADERD_BENCH_KEEP is not a number\n");
-        return std::nullopt;
-    }
-    s.keep = *keep;
     // Each placement needs a full range on its side of the boundary.
-    if (s.keep < kRange || s.headers < s.keep + kRange) {
-        std::fprintf(stderr, "bench: need HEADERD_BENCH_KEEP >= %llu and HEADERD_BENCH_HEADERS >= keep + %llu\n",
-                     static_cast<unsigned long long>(kRange), static_cast<unsigned long long>(kRange));
-        return std::nullopt;
-    }
-    s.dir = env_string("HEADERD_BENCH_DIR",
-                       std::string(HEADERD_BENCH_DEFAULT_DIR) + "/bench-chain-" + std::to_string(s.headers));
+    auto chain = read_chain_settings(HEADERD_BENCH_DEFAULT_DIR, kRange);
+    if (!chain) return std::nullopt;
+    Settings s{*chain, std::nullopt};
     const auto iterations = env_u64("HEADERD_BENCH_ITERATIONS", 0);
     if (!iterations) {
         std::fprintf(stderr, "bench: HEADERD_BENCH_ITERATIONS is not a number\n");
@@ -478,9 +363,9 @@ int main(int argc, char** argv) {
         fixture = std::move(*created);
         g_fixture = fixture.get();
         std::fprintf(stderr, "bench: datadir %s, %llu headers, blocks [0, %llu) ancient, keep %llu\n",
-                     settings->dir.c_str(), static_cast<unsigned long long>(settings->headers),
+                     settings->chain.dir.c_str(), static_cast<unsigned long long>(settings->chain.headers),
                      static_cast<unsigned long long>(fixture->ancient_items()),
-                     static_cast<unsigned long long>(settings->keep));
+                     static_cast<unsigned long long>(settings->chain.keep));
     }
 
     RecordingReporter reporter(isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_ColorTabular
