@@ -144,7 +144,7 @@ asio::awaitable<Message> Connection::read_message(Clock::duration timeout) {
 
 asio::awaitable<void> Connection::write_message(uint64_t id, ByteView payload, Clock::duration timeout) {
     const bool compress = snappy_ && id != static_cast<uint64_t>(BaseMessageId::kHello);
-    auto data = encode_frame_data(id, payload, compress, encoded_);
+    auto data = encode_frame_data(id, payload, compress, shared_encoded_ != nullptr ? *shared_encoded_ : encoded_);
     if (!data) throw PeerError(DisconnectReason::kProtocolBreach, "encode: " + data.error().message());
     wire_.clear();
     auto r = codec_->write_frame(*data, wire_);

@@ -79,6 +79,12 @@ class Connection {
         eth_offset_ = eth_offset;
     }
 
+    // Encodes (and compresses) outgoing messages in `shared` instead of a buffer of its own.
+    // write_message() is done with that buffer before it first suspends, so connections driven by
+    // one thread may share one. REQUIRES: every connection sharing it runs on the same thread, and
+    // it outlives them.
+    void share_encode_buffer(Bytes* shared) noexcept { shared_encoded_ = shared; }
+
     void enable_snappy() noexcept { snappy_ = true; }
     bool snappy() const noexcept { return snappy_; }
     const std::optional<rlpx::PublicKey>& remote_key() const noexcept { return remote_; }
@@ -103,8 +109,9 @@ class Connection {
     // Per-connection buffers, reused for every message.
     Bytes frame_;    // encrypted body as read, decrypted in place
     Bytes message_;  // decompressed payload
-    Bytes encoded_;  // id + (compressed) payload being written
-    Bytes wire_;     // encrypted frame being written
+    Bytes encoded_;  // id + (compressed) payload being written, unless shared_encoded_ is set
+    Bytes* shared_encoded_{nullptr};
+    Bytes wire_;  // encrypted frame being written
 };
 
 }  // namespace headerd::p2p

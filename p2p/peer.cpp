@@ -125,8 +125,8 @@ asio::awaitable<void> serve_peer(Connection& conn, const EthLink& link, const Se
         meters->serve_seconds[static_cast<size_t>(code)]->Observe(
             std::chrono::duration<double>(Clock::now() - received).count());
     };
-    ItemBuffer scratch;
-    Bytes reply;
+    ItemBuffer& scratch = context.scratch;
+    Bytes& reply = context.reply;
     int silent_periods = 0;
     const uint64_t space = eth::message_space(link.version);
     for (;;) {

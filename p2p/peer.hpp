@@ -62,6 +62,13 @@ struct ServeContext {
     const NetMetrics* metrics{nullptr};  // nullptr: metrics off
     // Errors a peer's requests can trigger again and again (a damaged store) go through it.
     LogLimiter& limiter;
+    // Where a reply is built. Sessions driven by one thread may share them: a reply is built and
+    // handed to Connection::write_message, which has encoded and encrypted it into the
+    // connection's own frame buffer before its first suspension, so no other session can touch
+    // them while they are in use. Sharing keeps a served peer from pinning a reply's worth of
+    // memory (a 1024-header reply is about 0.5 MB) for the rest of its connection.
+    ItemBuffer& scratch;
+    Bytes& reply;
 };
 asio::awaitable<void> serve_peer(Connection& conn, const EthLink& link, const ServeContext& context);
 

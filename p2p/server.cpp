@@ -92,6 +92,7 @@ asio::awaitable<void> Server::accept_loop() {
             continue;
         }
         auto conn = std::make_shared<Connection>(std::move(socket));
+        conn->share_encode_buffer(&encode_buffer_);
         connections_.insert(conn);
         asio::co_spawn(io_, run_session(conn), [this, conn](std::exception_ptr e) {
             connections_.erase(conn);
@@ -140,7 +141,7 @@ asio::awaitable<void> Server::run_session(std::shared_ptr<Connection> conn) {
                       link.version);
         serving = true;
         if (metrics != nullptr) metrics->peers(Direction::kInbound).Increment();
-        co_await serve_peer(*conn, link, ServeContext{headers_, metrics, limiter_});
+        co_await serve_peer(*conn, link, ServeContext{headers_, metrics, limiter_, serve_scratch_, serve_reply_});
     } catch (const PeerTimeout& e) {
         reason = e.reason();
         say_goodbye = e.can_send();

@@ -65,6 +65,10 @@ class Server {
     eth::HeaderServer headers_;
     // Peer-caused warnings: at most one per peer address per 10 s, 10 a second overall.
     LogLimiter limiter_;
+    // Reply-building buffers shared by every session (ServeContext): sessions run on one thread.
+    ItemBuffer serve_scratch_;
+    Bytes serve_reply_;
+    Bytes encode_buffer_;
     tcp::acceptor acceptor_;
     std::unordered_set<std::shared_ptr<Connection>> connections_;
     std::set<std::array<uint8_t, 64>> peer_ids_;  // established peers, to refuse a second connection

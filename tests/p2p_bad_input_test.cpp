@@ -1053,7 +1053,8 @@ TEST_F(BadInput, PipelinedRequestsAreAnsweredInOrder) {
     }
     const size_t rss_before = max_rss_kib();
     ASSERT_TRUE(peer->send_bytes(wire));
-    // The server is now blocked writing replies nobody reads (its write deadline is 10 s).
+    // The server is now blocked writing replies nobody reads (its write deadline is 10 s). Meanwhile
+    // another peer is served from the same shared reply buffers; every reply is checked below.
     std::this_thread::sleep_for(200ms);
     expect_served(4000);
     for (uint64_t i = 1; i <= kRequests; ++i) {
