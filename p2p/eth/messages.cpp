@@ -127,6 +127,24 @@ uint8_t* put_uint(uint8_t* p, uint64_t v) noexcept {
     return p;
 }
 
+// The envelope of every eth/66+ request-id message whose body is one list: [request id, [item...]].
+struct IdAndList {
+    uint64_t request_id;
+    ByteView list;  // the items' RLP, not yet split
+};
+
+Result<IdAndList> open_id_and_list(ByteView payload) noexcept {
+    auto items = open_message(payload);
+    if (!items) return items.error();
+    Fields f{*items};
+    auto id = f.u64();
+    if (!id) return id.error();
+    auto list = f.list();
+    if (!list) return list.error();
+    if (auto d = f.done(); !d) return d.error();
+    return IdAndList{*id, *list};
+}
+
 }  // namespace
 
 const std::error_category& message_category() noexcept {
@@ -393,17 +411,11 @@ void BlockHeadersMessage::encode(Bytes& out) const {
 }
 
 Result<BlockHeadersMessage> BlockHeadersMessage::decode(ByteView payload) noexcept {
-    auto items = open_message(payload);
-    if (!items) return items.error();
-    Fields f{*items};
+    auto envelope = open_id_and_list(payload);
+    if (!envelope) return envelope.error();
     BlockHeadersMessage m;
-    auto id = f.u64();
-    if (!id) return id.error();
-    m.request_id = *id;
-    auto list = f.list();
-    if (!list) return list.error();
-    if (auto d = f.done(); !d) return d.error();
-    for (ByteView rest = *list; !rest.empty();) {
+    m.request_id = envelope->request_id;
+    for (ByteView rest = envelope->list; !rest.empty();) {
         auto header = rlp::next_item(rest);
         if (!header) return header.error();
         if ((*header)[0] < 0xc0) return MessageError::kBadHeader;
@@ -415,17 +427,11 @@ Result<BlockHeadersMessage> BlockHeadersMessage::decode(ByteView payload) noexce
 // ---- requests answered empty --------------------------------------------------------------------
 
 Result<HashListRequest> HashListRequest::decode(ByteView payload) noexcept {
-    auto items = open_message(payload);
-    if (!items) return items.error();
-    Fields f{*items};
+    auto envelope = open_id_and_list(payload);
+    if (!envelope) return envelope.error();
     HashListRequest r;
-    auto id = f.u64();
-    if (!id) return id.error();
-    r.request_id = *id;
-    auto list = f.list();
-    if (!list) return list.error();
-    if (auto d = f.done(); !d) return d.error();
-    for (ByteView rest = *list; !rest.empty(); ++r.count) {
+    r.request_id = envelope->request_id;
+    for (ByteView rest = envelope->list; !rest.empty(); ++r.count) {
         auto hash = rlp::decode_hash(rest);
         if (!hash) return hash.error();
     }
@@ -433,17 +439,11 @@ Result<HashListRequest> HashListRequest::decode(ByteView payload) noexcept {
 }
 
 Result<ResponseHead> ResponseHead::peek(ByteView payload) noexcept {
-    auto items = open_message(payload);
-    if (!items) return items.error();
-    Fields f{*items};
+    auto envelope = open_id_and_list(payload);
+    if (!envelope) return envelope.error();
     ResponseHead r;
-    auto id = f.u64();
-    if (!id) return id.error();
-    r.request_id = *id;
-    auto list = f.list();
-    if (!list) return list.error();
-    if (auto d = f.done(); !d) return d.error();
-    for (ByteView rest = *list; !rest.empty(); ++r.items) {
+    r.request_id = envelope->request_id;
+    for (ByteView rest = envelope->list; !rest.empty(); ++r.items) {
         if (auto item = rlp::next_item(rest); !item) return item.error();
     }
     return r;
