@@ -85,8 +85,28 @@ class Fields {
         return {};
     }
 
+    // Reads the next field into `out` with `read` (&Fields::u64, &Fields::hash, ...) unless an
+    // earlier into() failed, so a decoder can read a run of fields and check once, in finish().
+    template <typename T>
+    Fields& into(T& out, Result<T> (Fields::*read)() noexcept) noexcept {
+        if (error_) return *this;
+        auto v = (this->*read)();
+        if (v) {
+            out = *v;
+        } else {
+            error_ = v.error();
+        }
+        return *this;
+    }
+    // The first error of into(), else done()'s verdict.
+    Result<void> finish() const noexcept {
+        if (error_) return error_;
+        return done();
+    }
+
   private:
     ByteView items_;
+    std::error_code error_;
 };
 
 size_t fork_id_length(const ForkId& id) noexcept {
@@ -136,13 +156,11 @@ struct IdAndList {
 Result<IdAndList> open_id_and_list(ByteView payload) noexcept {
     auto items = open_message(payload);
     if (!items) return items.error();
+    IdAndList out{};
     Fields f{*items};
-    auto id = f.u64();
-    if (!id) return id.error();
-    auto list = f.list();
-    if (!list) return list.error();
-    if (auto d = f.done(); !d) return d.error();
-    return IdAndList{*id, *list};
+    f.into(out.request_id, &Fields::u64).into(out.list, &Fields::list);
+    if (auto r = f.finish(); !r) return r.error();
+    return out;
 }
 
 }  // namespace
@@ -237,27 +255,15 @@ void StatusMessage68::encode(Bytes& out) const {
 Result<StatusMessage68> StatusMessage68::decode(ByteView payload) noexcept {
     auto items = open_message(payload);
     if (!items) return items.error();
-    Fields f{*items};
     StatusMessage68 s;
-    auto version = f.version();
-    if (!version) return version.error();
-    s.version = *version;
-    auto network = f.u64();
-    if (!network) return network.error();
-    s.network_id = *network;
-    auto td = f.u256();
-    if (!td) return td.error();
-    s.total_difficulty = *td;
-    auto head = f.hash();
-    if (!head) return head.error();
-    s.head_hash = *head;
-    auto genesis = f.hash();
-    if (!genesis) return genesis.error();
-    s.genesis_hash = *genesis;
-    auto fork = f.fork_id();
-    if (!fork) return fork.error();
-    s.fork_id = *fork;
-    if (auto r = f.done(); !r) return r.error();
+    Fields f{*items};
+    f.into(s.version, &Fields::version)
+        .into(s.network_id, &Fields::u64)
+        .into(s.total_difficulty, &Fields::u256)
+        .into(s.head_hash, &Fields::hash)
+        .into(s.genesis_hash, &Fields::hash)
+        .into(s.fork_id, &Fields::fork_id);
+    if (auto r = f.finish(); !r) return r.error();
     return s;
 }
 
@@ -278,30 +284,16 @@ void StatusMessage69::encode(Bytes& out) const {
 Result<StatusMessage69> StatusMessage69::decode(ByteView payload) noexcept {
     auto items = open_message(payload);
     if (!items) return items.error();
-    Fields f{*items};
     StatusMessage69 s;
-    auto version = f.version();
-    if (!version) return version.error();
-    s.version = *version;
-    auto network = f.u64();
-    if (!network) return network.error();
-    s.network_id = *network;
-    auto genesis = f.hash();
-    if (!genesis) return genesis.error();
-    s.genesis_hash = *genesis;
-    auto fork = f.fork_id();
-    if (!fork) return fork.error();
-    s.fork_id = *fork;
-    auto earliest = f.u64();
-    if (!earliest) return earliest.error();
-    s.earliest = *earliest;
-    auto latest = f.u64();
-    if (!latest) return latest.error();
-    s.latest = *latest;
-    auto latest_hash = f.hash();
-    if (!latest_hash) return latest_hash.error();
-    s.latest_hash = *latest_hash;
-    if (auto r = f.done(); !r) return r.error();
+    Fields f{*items};
+    f.into(s.version, &Fields::version)
+        .into(s.network_id, &Fields::u64)
+        .into(s.genesis_hash, &Fields::hash)
+        .into(s.fork_id, &Fields::fork_id)
+        .into(s.earliest, &Fields::u64)
+        .into(s.latest, &Fields::u64)
+        .into(s.latest_hash, &Fields::hash);
+    if (auto r = f.finish(); !r) return r.error();
     return s;
 }
 
@@ -468,18 +460,10 @@ void BlockRangeUpdate::encode(Bytes& out) const {
 Result<BlockRangeUpdate> BlockRangeUpdate::decode(ByteView payload) noexcept {
     auto items = open_message(payload);
     if (!items) return items.error();
-    Fields f{*items};
     BlockRangeUpdate u;
-    auto earliest = f.u64();
-    if (!earliest) return earliest.error();
-    u.earliest = *earliest;
-    auto latest = f.u64();
-    if (!latest) return latest.error();
-    u.latest = *latest;
-    auto hash = f.hash();
-    if (!hash) return hash.error();
-    u.latest_hash = *hash;
-    if (auto d = f.done(); !d) return d.error();
+    Fields f{*items};
+    f.into(u.earliest, &Fields::u64).into(u.latest, &Fields::u64).into(u.latest_hash, &Fields::hash);
+    if (auto r = f.finish(); !r) return r.error();
     return u;
 }
 
