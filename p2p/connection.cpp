@@ -62,9 +62,7 @@ asio::awaitable<void> Connection::write_all(ByteView data, Clock::time_point dea
     }
 }
 
-asio::awaitable<void> Connection::accept_handshake(const rlpx::PrivateKey& key, Clock::duration timeout) {
-    const auto deadline = Clock::now() + timeout;
-    rlpx::Handshake hs = rlpx::Handshake::recipient(key);
+asio::awaitable<void> Connection::read_handshake(rlpx::Handshake& hs, Clock::time_point deadline) {
     Bytes buf;
     while (hs.bytes_needed() > 0) {
         buf.resize(hs.bytes_needed());
@@ -74,13 +72,23 @@ asio::awaitable<void> Connection::accept_handshake(const rlpx::PrivateKey& key, 
         if (!r) throw PeerError(DisconnectReason::kProtocolBreach, "handshake: " + r.error().message(), false);
         if (*r == 0) break;
     }
-    auto ack = hs.write_ack();
-    if (!ack) throw PeerError(DisconnectReason::kNetworkError, "handshake: " + ack.error().message(), false);
-    co_await write_all(*ack, deadline);
+}
+
+void Connection::start_framing(rlpx::Handshake& hs) {
     auto secrets = hs.secrets();
     if (!secrets) throw PeerError(DisconnectReason::kProtocolBreach, "handshake: " + secrets.error().message(), false);
     remote_ = secrets->remote;
     codec_.emplace(std::move(*secrets), kMaxFrameSize);
+}
+
+asio::awaitable<void> Connection::accept_handshake(const rlpx::PrivateKey& key, Clock::duration timeout) {
+    const auto deadline = Clock::now() + timeout;
+    rlpx::Handshake hs = rlpx::Handshake::recipient(key);
+    co_await read_handshake(hs, deadline);
+    auto ack = hs.write_ack();
+    if (!ack) throw PeerError(DisconnectReason::kNetworkError, "handshake: " + ack.error().message(), false);
+    co_await write_all(*ack, deadline);
+    start_framing(hs);
 }
 
 asio::awaitable<void> Connection::dial_handshake(const rlpx::PrivateKey& key, const rlpx::PublicKey& remote,
@@ -90,19 +98,8 @@ asio::awaitable<void> Connection::dial_handshake(const rlpx::PrivateKey& key, co
     auto auth = hs.write_auth();
     if (!auth) throw PeerError(DisconnectReason::kNetworkError, "handshake: " + auth.error().message(), false);
     co_await write_all(*auth, deadline);
-    Bytes buf;
-    while (hs.bytes_needed() > 0) {
-        buf.resize(hs.bytes_needed());
-        co_await read_exact(buf, deadline);
-        ByteView in{buf};
-        auto r = hs.read(in);
-        if (!r) throw PeerError(DisconnectReason::kProtocolBreach, "handshake: " + r.error().message(), false);
-        if (*r == 0) break;
-    }
-    auto secrets = hs.secrets();
-    if (!secrets) throw PeerError(DisconnectReason::kProtocolBreach, "handshake: " + secrets.error().message(), false);
-    remote_ = secrets->remote;
-    codec_.emplace(std::move(*secrets), kMaxFrameSize);
+    co_await read_handshake(hs, deadline);
+    start_framing(hs);
 }
 
 namespace {

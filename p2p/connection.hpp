@@ -20,6 +20,7 @@
 #include "p2p/eth/base_protocol.hpp"
 #include "p2p/eth/message_codec.hpp"
 #include "p2p/rlpx/frame.hpp"
+#include "p2p/rlpx/handshake.hpp"
 #include "p2p/rlpx/secp256k1.hpp"
 
 namespace headerd::p2p {
@@ -96,6 +97,10 @@ class Connection {
     asio::awaitable<void> read_exact(std::span<uint8_t> out, Clock::time_point deadline);
     asio::awaitable<void> write_all(ByteView data, Clock::time_point deadline);
     void count(bool ingress, uint64_t id, size_t wire_bytes) const noexcept;
+    // Feeds the peer's auth or ack to `hs` until it has the whole packet.
+    asio::awaitable<void> read_handshake(rlpx::Handshake& hs, Clock::time_point deadline);
+    // Derives the session secrets from a finished handshake and switches to frames.
+    void start_framing(rlpx::Handshake& hs);
 
     tcp::socket socket_;
     asio::steady_timer timer_;
