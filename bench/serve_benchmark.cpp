@@ -51,12 +51,12 @@
 #include "core/synthetic.hpp"
 #include "db/chain_db.hpp"
 #include "p2p/connection.hpp"
-#include "p2p/eth/message_codec.hpp"
 #include "p2p/eth/messages.hpp"
 #include "p2p/eth/serve.hpp"
 #include "p2p/rlpx/evp.hpp"
 #include "p2p/rlpx/frame.hpp"
 #include "p2p/rlpx/secrets.hpp"
+#include "p2p/wire/message_codec.hpp"
 
 namespace headerd::bench {
 namespace {

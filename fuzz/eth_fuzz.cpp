@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "p2p/eth/base_protocol.hpp"
-#include "p2p/eth/message_codec.hpp"
 #include "p2p/eth/messages.hpp"
+#include "p2p/wire/base_protocol.hpp"
+#include "p2p/wire/message_codec.hpp"
 
 using namespace headerd;
 

@@ -15,9 +15,9 @@
 
 #include "db/chain_db.hpp"
 #include "metrics/metrics.hpp"
-#include "p2p/eth/base_protocol.hpp"
 #include "p2p/eth/serve.hpp"
 #include "p2p/tracker/tracker.hpp"
+#include "p2p/wire/base_protocol.hpp"
 
 namespace headerd::p2p {
 

@@ -14,8 +14,8 @@
 
 #include "core/chain_config.hpp"
 #include "db/chain_db.hpp"
-#include "p2p/eth/base_protocol.hpp"
 #include "p2p/eth/messages.hpp"
+#include "p2p/wire/base_protocol.hpp"
 
 namespace headerd::eth {
 

@@ -6,7 +6,7 @@
 
 #include "core/hex.hpp"
 #include "core/rlp.hpp"
-#include "p2p/eth/snappy_codec.hpp"
+#include "p2p/wire/snappy_codec.hpp"
 
 namespace headerd::eth {
 namespace {

@@ -1,11 +1,11 @@
-#include "p2p/eth/message_codec.hpp"
+#include "p2p/wire/message_codec.hpp"
 
 #include <algorithm>
 
 #include <snappy.h>
 
 #include "core/rlp.hpp"
-#include "p2p/eth/base_protocol.hpp"
+#include "p2p/wire/base_protocol.hpp"
 
 namespace headerd::p2p {
 

@@ -1,4 +1,4 @@
-#include "p2p/eth/message_codec.hpp"
+#include "p2p/wire/message_codec.hpp"
 
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 
 #include "core/hex.hpp"
 #include "core/rlp.hpp"
-#include "p2p/eth/base_protocol.hpp"
 #include "p2p/eth/messages.hpp"
+#include "p2p/wire/base_protocol.hpp"
 
 namespace headerd::p2p {
 namespace {

@@ -1,4 +1,4 @@
-#include "p2p/eth/base_protocol.hpp"
+#include "p2p/wire/base_protocol.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,8 +7,8 @@
 
 #include "core/hex.hpp"
 #include "core/rlp.hpp"
-#include "p2p/eth/snappy_codec.hpp"
 #include "p2p/eth/status.hpp"
+#include "p2p/wire/snappy_codec.hpp"
 
 namespace headerd::p2p {
 namespace {

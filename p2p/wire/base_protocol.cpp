@@ -1,4 +1,4 @@
-#include "p2p/eth/base_protocol.hpp"
+#include "p2p/wire/base_protocol.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "p2p/eth/snappy_codec.hpp"
+#include "p2p/wire/snappy_codec.hpp"
 
 #include <gtest/gtest.h>
 

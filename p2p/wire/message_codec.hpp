@@ -9,7 +9,7 @@
 
 #include "core/bytes.hpp"
 #include "core/result.hpp"
-#include "p2p/eth/snappy_codec.hpp"
+#include "p2p/wire/snappy_codec.hpp"
 
 namespace headerd::p2p {
 
