@@ -203,32 +203,60 @@ Outcome<uint64_t> Table::first_entry_past(const FileSpan& span, uint64_t file_si
     return lo;
 }
 
+struct Table::LoadState {
+    std::string index_path;
+    std::string meta_path;
+    bool created{false};                       // the index or meta was created: the directory needs an fsync
+    std::optional<TableMeta> meta;             // nullopt: missing, empty or undecodable
+    bool rewrite_meta{false};                  // the meta must be rewritten once the table is settled
+    uint64_t index_size{0};                    // index bytes kept so far
+    std::vector<FileSpan> spans;               // spans[i]: the entries of data file tail_file_ + i
+    std::vector<std::unique_ptr<File>> files;  // files[i]: data file tail_file_ + i if opened (else null)
+    std::vector<uint64_t> file_sizes;          // in step with files
+    std::vector<bool> truncated;               // files[i] was shortened and needs an fdatasync
+};
+
 Outcome<void> Table::load() {
+    LoadState s;
+    s.index_path = path_of(index_file_name(name_, opts_.compressed));
+    s.meta_path = path_of(meta_file_name(name_));
+    if (auto r = open_index_and_meta(s); !r) return r;
+    if (auto r = load_meta(s); !r) return r;
+    if (auto r = trim_index_to_whole_entries(s); !r) return r;
+    if (auto r = apply_flush_offset(s); !r) return r;
+    if (auto r = cut_to_data_files(s); !r) return r;
+    if (auto r = settle_data_files(s); !r) return r;
+    settle_virtual_tail(s);
+    if (opts_.read_only) return {};
+    if (auto r = remove_stray_files(); !r) return r;
+    return make_repairs_durable(s);
+}
+
+Outcome<void> Table::open_index_and_meta(LoadState& s) {
     const bool ro = opts_.read_only;
-    const std::string index_path = path_of(index_file_name(name_, opts_.compressed));
-    const std::string meta_path = path_of(meta_file_name(name_));
-    bool created = false;
     if (!ro) {
         if (auto r = fs_.mkdir(dir_); !r) return error("cannot create directory: " + r.error().message);
     }
-    for (const std::string& path : {index_path, meta_path}) {
+    for (const std::string& path : {s.index_path, s.meta_path}) {
         auto exists = fs_.exists(path);
         if (!exists) return exists.error();
         if (!*exists) {
             if (ro) return error_at(path, 0, "missing (a read-only open does not create tables)");
-            created = true;
+            s.created = true;
         }
     }
     const OpenMode mode = ro ? OpenMode::kRead : OpenMode::kReadWrite;
-    auto index = fs_.open(index_path, mode);
+    auto index = fs_.open(s.index_path, mode);
     if (!index) return index.error();
     index_ = std::move(*index);
-    auto meta_file = fs_.open(meta_path, mode);
+    auto meta_file = fs_.open(s.meta_path, mode);
     if (!meta_file) return meta_file.error();
     meta_ = std::move(*meta_file);
+    return {};
+}
 
-    // ---- meta
-    std::optional<TableMeta> meta;
+Outcome<void> Table::load_meta(LoadState& s) {
+    const bool ro = opts_.read_only;
     auto meta_size = meta_->size();
     if (!meta_size) return meta_size.error();
     meta_size_ = *meta_size;
@@ -239,88 +267,99 @@ Outcome<void> Table::load() {
         buf.resize(*n);
         auto decoded = decode_meta(buf);
         if (decoded) {
-            meta = *decoded;
+            s.meta = *decoded;
         } else if (ro) {
-            return error_at(meta_path, 0, decoded.error().message);
+            return error_at(s.meta_path, 0, decoded.error().message);
         } else {
-            repairs_.push_back(meta_path + ": " + decoded.error().message + "; rebuilt from the index");
+            repairs_.push_back(s.meta_path + ": " + decoded.error().message + "; rebuilt from the index");
         }
     }
-    bool rewrite_meta = !ro && (!meta || meta->version != kMetaVersion);
-    if (meta && meta->version == kLegacyMetaVersion && !ro) {
-        repairs_.push_back(meta_path + ": version 1 meta; flush offset taken from the checked index");
+    s.rewrite_meta = !ro && (!s.meta || s.meta->version != kMetaVersion);
+    if (s.meta && s.meta->version == kLegacyMetaVersion && !ro) {
+        repairs_.push_back(s.meta_path + ": version 1 meta; flush offset taken from the checked index");
     }
+    return {};
+}
 
-    // ---- index length
+Outcome<void> Table::trim_index_to_whole_entries(LoadState& s) {
+    const bool ro = opts_.read_only;
     auto index_size = index_->size();
     if (!index_size) return index_size.error();
     uint64_t size = *index_size;
     if (size % kIndexEntrySize != 0) {
         const uint64_t whole = size - size % kIndexEntrySize;
-        if (ro) return error_at(index_path, whole, "index size " + std::to_string(size) + " is not a multiple of 6");
+        if (ro) return error_at(s.index_path, whole, "index size " + std::to_string(size) + " is not a multiple of 6");
         if (auto r = index_->truncate(whole); !r) return r;
-        repairs_.push_back(index_path + ": dropped " + std::to_string(size - whole) + " bytes of a partial entry");
+        repairs_.push_back(s.index_path + ": dropped " + std::to_string(size - whole) + " bytes of a partial entry");
         size = whole;
         index_dirty_ = true;
     }
     if (size == 0) {
-        if (ro) return error_at(index_path, 0, "empty index");
+        if (ro) return error_at(s.index_path, 0, "empty index");
         const std::array<uint8_t, kIndexEntrySize> first{};  // (file 0, nothing deleted)
         if (auto r = index_->write_at(0, first); !r) return r;
         size = kIndexEntrySize;
         index_dirty_ = true;
     }
-    if (!meta && size > kIndexEntrySize) {
-        repairs_.push_back(meta_path + ": no usable meta; trusting the " + std::to_string(size / kIndexEntrySize - 1) +
-                           " index entries that match the data files");
+    if (!s.meta && size > kIndexEntrySize) {
+        repairs_.push_back(s.meta_path + ": no usable meta; trusting the " +
+                           std::to_string(size / kIndexEntrySize - 1) + " index entries that match the data files");
     }
+    s.index_size = size;
     auto first = read_entry(0);
     if (!first) return first.error();
     tail_file_ = first->file;
     deleted_ = first->offset;
+    return {};
+}
 
-    // ---- flush offset: index entries past it were not synced with their data, so they cannot be trusted
-    if (meta && meta->version == kMetaVersion) {
-        const uint64_t flush =
-            std::max<uint64_t>(meta->flush_offset - meta->flush_offset % kIndexEntrySize, kIndexEntrySize);
-        if (size > flush) {
-            if (ro) {
-                return error_at(index_path, flush,
-                                std::to_string(size - flush) + " index bytes past the flush offset (unsynced appends)");
-            }
-            if (auto r = index_->truncate(flush); !r) return r;
-            repairs_.push_back(index_path + ": dropped " + std::to_string((size - flush) / kIndexEntrySize) +
-                               " entries past the flush offset " + std::to_string(flush));
-            size = flush;
-            index_dirty_ = true;
-        } else if (size < flush && !ro) {
-            // Only a crash between shortening the index and rewriting the meta leaves this; the shorter
-            // index was synced first, so all of it is trusted.
-            repairs_.push_back(meta_path + ": flush offset " + std::to_string(meta->flush_offset) +
-                               " past the index end " + std::to_string(size) + ", rewound");
+Outcome<void> Table::apply_flush_offset(LoadState& s) {
+    const bool ro = opts_.read_only;
+    if (!s.meta || s.meta->version != kMetaVersion) return {};
+    const TableMeta& meta = *s.meta;
+    uint64_t& size = s.index_size;
+    const uint64_t flush = std::max<uint64_t>(meta.flush_offset - meta.flush_offset % kIndexEntrySize, kIndexEntrySize);
+    if (size > flush) {
+        if (ro) {
+            return error_at(s.index_path, flush,
+                            std::to_string(size - flush) + " index bytes past the flush offset (unsynced appends)");
         }
-        if (meta->flush_offset != size) rewrite_meta = !ro;
+        if (auto r = index_->truncate(flush); !r) return r;
+        repairs_.push_back(s.index_path + ": dropped " + std::to_string((size - flush) / kIndexEntrySize) +
+                           " entries past the flush offset " + std::to_string(flush));
+        size = flush;
+        index_dirty_ = true;
+    } else if (size < flush && !ro) {
+        // Only a crash between shortening the index and rewriting the meta leaves this; the shorter
+        // index was synced first, so all of it is trusted.
+        repairs_.push_back(s.meta_path + ": flush offset " + std::to_string(meta.flush_offset) +
+                           " past the index end " + std::to_string(size) + ", rewound");
     }
+    if (meta.flush_offset != size) s.rewrite_meta = !ro;
+    return {};
+}
 
-    // ---- index order and data files; a cut in the data shortens the index, then it is checked again
-    std::vector<FileSpan> spans;
-    std::vector<std::unique_ptr<File>> opened;
-    std::vector<uint64_t> file_sizes;
+Outcome<void> Table::cut_to_data_files(LoadState& s) {
+    const bool ro = opts_.read_only;
+    const OpenMode mode = ro ? OpenMode::kRead : OpenMode::kReadWrite;
+    uint64_t& size = s.index_size;
+    // A cut in the data shortens the index, which is then checked again.
     for (;;) {
         uint64_t valid = 0;
         std::string problem;
-        if (auto r = scan_index(size, spans, valid, problem); !r) return r;
+        if (auto r = scan_index(size, s.spans, valid, problem); !r) return r;
         if (valid < size) {
-            if (ro) return error_at(index_path, valid, problem);
+            if (ro) return error_at(s.index_path, valid, problem);
             if (auto r = index_->truncate(valid); !r) return r;
-            repairs_.push_back(index_path + ": " + problem + "; dropped it and " +
+            repairs_.push_back(s.index_path + ": " + problem + "; dropped it and " +
                                std::to_string((size - valid) / kIndexEntrySize - 1) + " entries after it");
             size = valid;
             index_dirty_ = true;
         }
-        opened.clear();
-        opened.resize(spans.size());
-        file_sizes.assign(spans.size(), 0);
+        const std::vector<FileSpan>& spans = s.spans;
+        s.files.clear();
+        s.files.resize(spans.size());
+        s.file_sizes.assign(spans.size(), 0);
         uint64_t cut = size / kIndexEntrySize;
         std::string cut_reason;
         for (size_t i = 0; i < spans.size(); ++i) {
@@ -356,31 +395,34 @@ Outcome<void> Table::load() {
                              std::to_string(spans[i].last_end);
                 break;
             }
-            opened[i] = std::move(*f);
-            file_sizes[i] = *fsize;
+            s.files[i] = std::move(*f);
+            s.file_sizes[i] = *fsize;
         }
-        if (cut == size / kIndexEntrySize) break;
-        if (ro) return error_at(index_path, cut * kIndexEntrySize, cut_reason);
+        if (cut == size / kIndexEntrySize) return {};
+        if (ro) return error_at(s.index_path, cut * kIndexEntrySize, cut_reason);
         if (auto r = index_->truncate(cut * kIndexEntrySize); !r) return r;
         repairs_.push_back(cut_reason + "; index cut back to " + std::to_string(cut - 1) + " items (dropped " +
                            std::to_string(size / kIndexEntrySize - cut) + ")");
         size = cut * kIndexEntrySize;
         index_dirty_ = true;
-        rewrite_meta = !ro;
+        s.rewrite_meta = !ro;
     }
+}
 
-    // ---- settle the files: every data file ends exactly where its last item ends
-    head_file_ = spans.empty() ? tail_file_ : tail_file_ + static_cast<uint32_t>(spans.size() - 1);
-    if (spans.empty()) {
-        opened.resize(1);
-        file_sizes.resize(1);
-        spans.resize(1);
+Outcome<void> Table::settle_data_files(LoadState& s) {
+    const bool ro = opts_.read_only;
+    const OpenMode mode = ro ? OpenMode::kRead : OpenMode::kReadWrite;
+    head_file_ = s.spans.empty() ? tail_file_ : tail_file_ + static_cast<uint32_t>(s.spans.size() - 1);
+    if (s.spans.empty()) {
+        s.files.resize(1);
+        s.file_sizes.resize(1);
+        s.spans.resize(1);
     }
-    std::vector<bool> truncated(opened.size(), false);
-    for (size_t i = 0; i < opened.size(); ++i) {
+    s.truncated.assign(s.files.size(), false);
+    for (size_t i = 0; i < s.files.size(); ++i) {
         const uint32_t file = tail_file_ + static_cast<uint32_t>(i);
         const bool head = file == head_file_;
-        if (!opened[i]) {
+        if (!s.files[i]) {
             if (!head) continue;  // a file before the first item (after tail deletion): never read
             const std::string path = data_path(file);
             auto exists = fs_.exists(path);
@@ -393,53 +435,56 @@ Outcome<void> Table::load() {
             if (!f) return f.error();
             auto fsize = (*f)->size();
             if (!fsize) return fsize.error();
-            opened[i] = std::move(*f);
-            file_sizes[i] = *fsize;
+            s.files[i] = std::move(*f);
+            s.file_sizes[i] = *fsize;
         }
-        const uint64_t expected = spans[i].last_end;
-        if (file_sizes[i] > expected) {
-            const std::string& path = opened[i]->path();
+        const uint64_t expected = s.spans[i].last_end;
+        if (s.file_sizes[i] > expected) {
+            const std::string& path = s.files[i]->path();
             if (ro) {
                 if (head) {
                     return error_at(path, expected,
-                                    std::to_string(file_sizes[i] - expected) + " bytes past the last indexed item");
+                                    std::to_string(s.file_sizes[i] - expected) + " bytes past the last indexed item");
                 }
                 continue;  // never read, and only a writable open may tidy it
             }
-            if (auto r = opened[i]->truncate(expected); !r) return r;
-            repairs_.push_back(path + ": dropped " + std::to_string(file_sizes[i] - expected) +
+            if (auto r = s.files[i]->truncate(expected); !r) return r;
+            repairs_.push_back(path + ": dropped " + std::to_string(s.file_sizes[i] - expected) +
                                " bytes past the last indexed item");
-            file_sizes[i] = expected;
-            truncated[i] = true;
+            s.file_sizes[i] = expected;
+            s.truncated[i] = true;
         }
     }
-    files_ = std::move(opened);
-    sizes_ = std::move(file_sizes);
+    files_ = std::move(s.files);
+    sizes_ = std::move(s.file_sizes);
     head_bytes_ = sizes_.back();
-    index_size_ = size;
-    items_ = deleted_ + size / kIndexEntrySize - 1;
+    index_size_ = s.index_size;
+    items_ = deleted_ + s.index_size / kIndexEntrySize - 1;
+    return {};
+}
 
-    hidden_ = meta ? meta->virtual_tail : deleted_;
+void Table::settle_virtual_tail(LoadState& s) {
+    const bool ro = opts_.read_only;
+    hidden_ = s.meta ? s.meta->virtual_tail : deleted_;
     if (hidden_ < deleted_) {
         hidden_ = deleted_;
-        rewrite_meta = !ro;
+        s.rewrite_meta = !ro;
     }
     if (hidden_ > items_) {
-        repairs_.push_back(meta_path + ": virtual tail " + std::to_string(hidden_) + " past the head " +
+        repairs_.push_back(s.meta_path + ": virtual tail " + std::to_string(hidden_) + " past the head " +
                            std::to_string(items_) + ", lowered");
         hidden_ = items_;
-        rewrite_meta = !ro;
+        s.rewrite_meta = !ro;
     }
-    if (ro) return {};
+}
 
-    if (auto r = remove_stray_files(); !r) return r;
-
-    // Make the repairs durable in the order sync() uses: data, directory, index, meta.
+Outcome<void> Table::make_repairs_durable(const LoadState& s) {
+    // The order sync() uses: data, directory, index, meta.
     for (size_t i = 0; i < files_.size(); ++i) {
-        if (!truncated[i]) continue;
+        if (!s.truncated[i]) continue;
         if (auto r = files_[i]->sync(); !r) return r;
     }
-    if (created || dir_dirty_) {
+    if (s.created || dir_dirty_) {
         if (auto r = fs_.sync_dir(dir_); !r) return r;
         dir_dirty_ = false;
     }
@@ -447,8 +492,8 @@ Outcome<void> Table::load() {
         if (auto r = index_->sync(); !r) return r;
         index_dirty_ = false;
     }
-    flush_offset_ = meta && meta->version == kMetaVersion ? meta->flush_offset : 0;
-    if (rewrite_meta || flush_offset_ != index_size_) {
+    flush_offset_ = s.meta && s.meta->version == kMetaVersion ? s.meta->flush_offset : 0;
+    if (s.rewrite_meta || flush_offset_ != index_size_) {
         if (auto r = write_meta(index_size_); !r) return r;
     }
     return {};

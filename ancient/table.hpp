@@ -127,8 +127,37 @@ class Table {
   private:
     Table(FileSystem& fs, std::string dir, std::string name, TableOptions opts);
 
-    struct FileSpan;  // the index entries that point into one data file
+    struct FileSpan;   // the index entries that point into one data file
+    struct LoadState;  // what load()'s steps hand on to each other
+    // Opens the table: the steps below, in order. A writable open repairs as it goes (each repair
+    // listed in repairs_), a read-only one fails where a repair would be needed.
     Outcome<void> load();
+    // On return: index_ and meta_ are open; a writable open has created the directory and any
+    // missing index or meta file (s.created then set).
+    Outcome<void> open_index_and_meta(LoadState& s);
+    // On return: s.meta holds the decoded meta, or nullopt if it was missing, empty or undecodable;
+    // s.rewrite_meta is set if it is not a version 2 meta (writable).
+    Outcome<void> load_meta(LoadState& s);
+    // On return: s.index_size is a whole number of entries and at least entry 0 (a partial entry
+    // dropped, an empty index given entry 0); tail_file_ and deleted_ are read from entry 0.
+    Outcome<void> trim_index_to_whole_entries(LoadState& s);
+    // On return: no index entry lies past a version 2 meta's flush offset (unsynced appends are
+    // dropped); s.rewrite_meta is set if the flush offset must change.
+    Outcome<void> apply_flush_offset(LoadState& s);
+    // On return: every entry obeys the index rules, and every data file holding items exists and is
+    // at least as long as its last item says (the index cut back until both hold); s.spans and
+    // s.files/s.file_sizes describe those files (null where a file holds no item).
+    Outcome<void> cut_to_data_files(LoadState& s);
+    // On return: head_file_ is set and open (a writable open creates it if missing), every data file
+    // holding items, and the head, ends exactly where its last item ends (a read-only open may leave
+    // an earlier file longer), and files_, sizes_, head_bytes_, index_size_ and items_ describe the
+    // checked table.
+    Outcome<void> settle_data_files(LoadState& s);
+    // On return: deleted_ <= hidden_ <= items_ (s.rewrite_meta set if the meta's tail was moved).
+    void settle_virtual_tail(LoadState& s);
+    // On return: the repairs are durable, in the order sync() uses (truncated data files, directory,
+    // index, then the meta with flush_offset_ = index_size_). Writable opens only.
+    Outcome<void> make_repairs_durable(const LoadState& s);
     // Checks the order of index entries [1, size/6); sets valid_size to the bytes before the first bad
     // entry (and problem to why), and spans to the entries of each data file.
     Outcome<void> scan_index(uint64_t size, std::vector<FileSpan>& spans, uint64_t& valid_size, std::string& problem);
