@@ -1,7 +1,7 @@
 // loopback_bench: a devp2p client that measures a real `headerd serve` over loopback TCP. It starts
 // the server itself (so it knows its pid), reads DATADIR/enode, and connects with the p2p library
-// (p2p::Connection, dial_handshake, establish), exactly as `headerd get` does. Figures and commands:
-// docs/performance.md ("Serving over devp2p"); scripts/bench_p2p.sh runs every mode.
+// (p2p::ClientSession: dial, RLPx, Hello, Status, tracked requests), exactly as `headerd get` does. Figures and
+// commands: docs/performance.md ("Serving over devp2p"); scripts/bench_p2p.sh runs every mode.
 //
 //   loopback_bench --headerd PATH --datadir DIR throughput [--rows 1x1,1x8,4x8,16x8] [--duration S]
 //                  [--warmup S] [--origins all|ancient|leveldb]
@@ -63,7 +63,7 @@
 #include "core/chain_config.hpp"
 #include "core/synthetic.hpp"
 #include "db/chain_db.hpp"
-#include "p2p/connection.hpp"
+#include "p2p/client_session.hpp"
 #include "p2p/eth/messages.hpp"
 #include "p2p/node_key.hpp"
 #include "p2p/peer.hpp"
@@ -79,10 +79,8 @@ using p2p::tcp;
 
 constexpr uint64_t kRange = 192;
 constexpr auto kReplyTimeout = std::chrono::seconds(30);
-constexpr auto kForever = std::chrono::hours(24);
-constexpr uint64_t kPingId = static_cast<uint64_t>(p2p::BaseMessageId::kPing);
-constexpr uint64_t kPongId = static_cast<uint64_t>(p2p::BaseMessageId::kPong);
-constexpr uint64_t kDisconnectId = static_cast<uint64_t>(p2p::BaseMessageId::kDisconnect);
+// Generous: with thousands of peers connecting at once a handshake waits its turn on the server.
+constexpr auto kHandshakeTimeout = std::chrono::seconds(60);
 
 [[noreturn]] void die(const std::string& what) {
     std::fprintf(stderr, "loopback_bench: %s\n", what.c_str());
@@ -399,8 +397,7 @@ int run_shell(const std::string& command) {
 struct Peer {
     std::optional<rlpx::PrivateKey> key;  // one node id per connection: the server refuses duplicates
     p2p::LocalNode local;
-    std::unique_ptr<p2p::Connection> conn;
-    p2p::EthLink link;
+    std::shared_ptr<p2p::ClientSession> session;
 };
 
 // `local` without a key: each peer gets a fresh one. REQUIRES: `peer` does not move while connected.
@@ -410,11 +407,11 @@ asio::awaitable<void> connect_peer(Peer& peer, const ServerProcess& server, cons
     peer.key.emplace(*key);
     peer.local = local;
     peer.local.key = &*peer.key;
-    tcp::socket socket(co_await asio::this_coro::executor);
-    co_await socket.async_connect(server.endpoint(), asio::use_awaitable);
-    peer.conn = std::make_unique<p2p::Connection>(std::move(socket));
-    co_await peer.conn->dial_handshake(*peer.key, server.key(), p2p::kHandshakeTimeout);
-    peer.link = co_await p2p::establish(*peer.conn, peer.local);
+    p2p::ClientOptions options;
+    options.limits.handshake = kHandshakeTimeout;
+    options.request_timeout = kReplyTimeout;
+    const p2p::Enode enode{server.key(), server.endpoint().address().to_string(), server.endpoint().port()};
+    peer.session = co_await p2p::ClientSession::connect(enode, peer.local, options);
 }
 
 asio::awaitable<void> sleep_for(Clock::duration d) {
@@ -465,44 +462,23 @@ OriginRange origin_range(const Options& o, const ChainInfo& chain) {
     return {0, last};
 }
 
-// Sends one GetBlockHeaders; the reply is read by the caller.
-asio::awaitable<void> send_request(Peer& peer, uint64_t id, uint64_t origin, Bytes& payload) {
+// One 192-header request through the session (which matched the reply to it by id and checked
+// every header's RLP); checks the count and the first and last block numbers.
+asio::awaitable<size_t> fetch_range(Peer& peer, uint64_t origin) {
     eth::GetBlockHeadersRequest req;
-    req.request_id = id;
     req.origin = eth::HashOrNumber::of(origin);
     req.amount = kRange;
-    payload.clear();
-    req.encode(payload);
-    co_await peer.conn->write_message(peer.link.offset + static_cast<uint64_t>(eth::MessageId::kGetBlockHeaders),
-                                      payload, p2p::kWriteTimeout);
-}
-
-// Reads until a BlockHeaders arrives (answering Pings), checks it against the request and returns
-// the number of headers.
-asio::awaitable<size_t> read_reply(Peer& peer, uint64_t id, uint64_t origin, Bytes& scratch) {
-    for (;;) {
-        p2p::Message m = co_await peer.conn->read_message(kReplyTimeout);
-        if (m.id == kPingId) {
-            scratch.clear();
-            p2p::encode_pong(scratch);
-            co_await peer.conn->write_message(kPongId, scratch, p2p::kWriteTimeout);
-            continue;
-        }
-        if (m.id == kDisconnectId) throw std::runtime_error("server disconnected");
-        if (m.id != peer.link.offset + static_cast<uint64_t>(eth::MessageId::kBlockHeaders)) continue;
-        auto reply = eth::BlockHeadersMessage::decode(m.payload);
-        if (!reply) throw std::runtime_error("BlockHeaders: " + reply.error().message());
-        if (reply->request_id != id) throw std::runtime_error("reply to the wrong request");
-        if (reply->headers.size() != kRange) {
-            throw std::runtime_error("reply holds " + std::to_string(reply->headers.size()) + " headers");
-        }
-        auto first = peek_header(reply->headers.front());
-        auto last = peek_header(reply->headers.back());
-        if (!first || !last || first->number != origin || last->number != origin + kRange - 1) {
-            throw std::runtime_error("reply holds other blocks than asked");
-        }
-        co_return reply->headers.size();
+    auto reply = co_await peer.session->request(req);
+    if (!reply) throw std::runtime_error("request: " + reply.error().message);
+    if (reply->headers.size() != kRange) {
+        throw std::runtime_error("reply holds " + std::to_string(reply->headers.size()) + " headers");
     }
+    auto first = peek_header(reply->headers.front());
+    auto last = peek_header(reply->headers.back());
+    if (!first || !last || first->number != origin || last->number != origin + kRange - 1) {
+        throw std::runtime_error("reply holds other blocks than asked");
+    }
+    co_return reply->headers.size();
 }
 
 // ---- throughput ----------------------------------------------------------------------------------
@@ -528,34 +504,20 @@ struct LoadState {
 
 bool in_window(const LoadState& s) { return s.window_start.has_value() && !s.window_end.has_value(); }
 
-asio::awaitable<void> run_load(Peer& peer, size_t inflight, OriginRange range, uint64_t seed, LoadState& s) {
-    struct Pending {
-        uint64_t id;
-        uint64_t origin;
-        Clock::time_point sent;
-    };
+// One of the W request loops of a connection: a new request as soon as its reply is checked.
+asio::awaitable<void> load_loop(Peer& peer, OriginRange range, uint64_t seed, LoadState& s, uint64_t& sent) {
     synthetic::Rng rng(seed);
-    std::deque<Pending> pending;
-    Bytes payload;
-    Bytes scratch;
-    uint64_t sent = 0;
     const auto more = [&] { return s.requests > 0 ? sent < s.requests : Clock::now() < s.stop_sending; };
-    const auto send_next = [&]() -> asio::awaitable<void> {
-        const Pending p{++sent, range.lo + rng.below(range.hi - range.lo + 1), Clock::now()};
-        pending.push_back(p);
-        co_await send_request(peer, p.id, p.origin, payload);
-    };
-    while (pending.size() < inflight && more()) co_await send_next();
-    while (!pending.empty()) {
-        const Pending p = pending.front();
-        const size_t headers = co_await read_reply(peer, p.id, p.origin, scratch);
-        pending.pop_front();
+    while (more()) {
+        ++sent;
+        const uint64_t origin = range.lo + rng.below(range.hi - range.lo + 1);
+        const auto start = Clock::now();
+        const size_t headers = co_await fetch_range(peer, origin);
         if (s.requests > 0 || in_window(s)) {
             ++s.replies;
             s.headers += headers;
-            s.latencies_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - p.sent).count());
+            s.latencies_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
         }
-        if (more()) co_await send_next();
     }
 }
 
@@ -567,7 +529,7 @@ double percentile(std::vector<double>& v, double q) {
 
 asio::awaitable<void> close_all(std::vector<Peer>& peers) {
     for (Peer& p : peers) {
-        if (p.conn) co_await p.conn->disconnect(p2p::DisconnectReason::kRequested);
+        if (p.session) co_await p.session->close();
     }
 }
 
@@ -590,8 +552,11 @@ asio::awaitable<void> throughput(asio::io_context& io, const Options& o, const C
         s.stop_sending = window_end;
         if (!timed) s.window_start = take_sample(server);
         Group load;
+        std::vector<uint64_t> sent(peers.size(), 0);  // requests per connection (requests mode)
         for (size_t i = 0; i < peers.size(); ++i) {
-            load.spawn(io, run_load(peers[i], row.inflight, range, 1000 * row.connections + i, s));
+            for (size_t w = 0; w < row.inflight; ++w) {
+                load.spawn(io, load_loop(peers[i], range, 1000 * (1000 * row.connections + i) + w, s, sent[i]));
+            }
         }
         if (timed) {
             asio::steady_timer timer(io);
@@ -639,36 +604,13 @@ struct IdleState {
     uint64_t pings{0};
 };
 
-// Waits for anything from the server, answering Pings, until the read is cancelled.
-asio::awaitable<void> idle_reads(Peer& peer, IdleState& s, bool until_wake) {
-    Bytes pong;
-    for (;;) {
-        p2p::Message m;
-        try {
-            m = co_await peer.conn->read_message(kForever);
-        } catch (const p2p::PeerError&) {
-            if ((until_wake && s.wake) || s.closing) co_return;
-            throw;
-        }
-        if (m.id == kPingId) {
-            ++s.pings;
-            pong.clear();
-            p2p::encode_pong(pong);
-            co_await peer.conn->write_message(kPongId, pong, p2p::kWriteTimeout);
-        } else if (m.id == kDisconnectId) {
-            throw std::runtime_error("server disconnected an idle peer");
-        }
-    }
-}
-
+// An idle peer: connected, its session answering the server's Pings, until `wake`; then one request.
 asio::awaitable<void> idle_peer(Peer& peer, IdleState& s, uint64_t origin) {
-    co_await idle_reads(peer, s, true);
-    if (s.closing) co_return;
-    Bytes payload;
-    co_await send_request(peer, 1, origin, payload);
-    (void)co_await read_reply(peer, 1, origin, payload);
+    if (!co_await wait_until([&] { return s.wake || peer.session->closed(); }, std::chrono::hours(24))) co_return;
+    if (peer.session->closed())
+        throw std::runtime_error(std::string("idle peer dropped: ") + peer.session->error()->what());
+    (void)co_await fetch_range(peer, origin);
     ++s.served;
-    co_await idle_reads(peer, s, false);
 }
 
 // What the connectors share. Outlives them (idle() waits for them).
@@ -725,8 +667,6 @@ asio::awaitable<void> idle(asio::io_context& io, const Options& o, const ChainIn
     const double idle_after = seconds_between(start, Clock::now());
 
     s.wake = true;
-    boost::system::error_code ec;
-    for (Peer& p : peers) p.conn->socket().cancel(ec);
     if (!co_await wait_until([&] { return s.served == peers.size() || !idlers.error.empty(); },
                              std::chrono::seconds(120))) {
         throw std::runtime_error("requests did not finish within 120 s");
@@ -737,7 +677,8 @@ asio::awaitable<void> idle(asio::io_context& io, const Options& o, const ChainIn
     const uint64_t anon2 = proc_status_kib(server.pid(), "RssAnon");
 
     s.closing = true;
-    for (Peer& p : peers) p.conn->close();
+    for (const Peer& p : peers) s.pings += p.session->stats().pings;
+    co_await close_all(peers);
     (void)co_await wait_until([&] { return idlers.running == 0; }, std::chrono::seconds(10));
 
     const double n = static_cast<double>(peers.size());

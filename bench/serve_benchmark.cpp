@@ -1,20 +1,28 @@
 // Serving one GetBlockHeaders request over devp2p, in process: request frame bytes in, reply frame
-// bytes out, no sockets. Figures and commands: docs/performance.md ("Serving over devp2p"); full run:
-// scripts/bench_p2p.sh.
+// bytes out, no sockets. Figures and commands: docs/performance.md ("Serving over devp2p", "Scaling
+// and the crypto floor"); full runs: scripts/bench_p2p.sh, scripts/bench_scaling.sh.
 //
 // Fixture: the benchmark chain of bench/chain_db_benchmark.cpp (bench/bench_chain.hpp: 1,000,000
-// generated headers by default, the newest 90,000 in LevelDB), opened read-only. Two RLPx frame codecs
-// from fixed secrets play client and server. Per placement (ancient: origins in the freezer;
-// leveldb: origins in LevelDB; 1024 deterministic origins each, the same as chain_db_benchmark's):
+// generated headers by default, the newest 90,000 in LevelDB), or an existing datadir
+// (HEADERD_BENCH_DATADIR, e.g. real mainnet headers), opened read-only. Two RLPx frame codecs from
+// fixed secrets play client and server. Per placement (ancient: origins in the freezer; leveldb:
+// origins in LevelDB; 1024 deterministic origins each, the same as chain_db_benchmark's):
 //
-//   serve/<placement>         what the server does for one request, in the order Connection and
+//   serve/<placement>/threads:N
+//                             what the server does for one request, in the order Connection and
 //                             serve_peer do it: read_header + read_body (MAC checks, AES-CTR
 //                             decrypt in place), decode_frame_data (snappy), GetBlockHeadersRequest::
 //                             decode, HeaderServer::serve (192 headers, reused buffers),
 //                             encode_frame_data (snappy compress), write_frame (AES-CTR + MAC).
 //                             The request frames are encrypted by the client codec ahead of time,
-//                             1024 at a time, outside the timing.
-//   lookup/<placement>        HeaderServer::serve alone (the database read and the reply splice).
+//                             1024 at a time, outside the timing. N threads (1 to HEADERD_BENCH_THREADS,
+//                             default 2) share the ChainDb and the HeaderServer; each has
+//                             its own codec pair and buffers, as each worker thread of the server has
+//                             its own reply buffers, and starts at its own place in the origins.
+//                             Rates are per wall-clock second (UseRealTime), so threads:2 / threads:1
+//                             is the scaling; the CPU column is CPU time per request, all threads.
+//   lookup/<placement>/threads:N
+//                             HeaderServer::serve alone (the database read and the reply splice).
 //   reply_crypto/<placement>  the unavoidable part, on replies of the same placement: snappy
 //                             compression of the reply (encode_frame_data) + write_frame.
 //   reply_frame/<placement>   write_frame alone (AES-256-CTR + keccak/AES MACs) of the compressed
@@ -25,13 +33,16 @@
 //
 // The baselines cycle over the replies of the first kBaselineReplies origins, kept in memory (about
 // 0.9 MB, cache-warm like the reply the server has just built). Counters per iteration (one request):
-// allocs_per_request = calls of global operator new plus OpenSSL allocations made by this thread in
-// the timed loop; reply_bytes = BlockHeaders payload; wire_bytes = the encrypted reply frame.
+// allocs_per_request = calls of global operator new plus OpenSSL allocations made by the benchmark's
+// threads in their timed loops (bench_util.hpp, run_loop); reply_bytes = BlockHeaders payload;
+// wire_bytes = the encrypted reply frame. The summary prints, from the same run, the crypto floor
+// ratio (serve CPU time per request, 1 thread / reply_crypto CPU time per request) and the scaling
+// (serve requests per second with N threads / with 1).
 
 #include <benchmark/benchmark.h>
 #include <openssl/evp.h>
-#include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstring>
@@ -65,7 +76,11 @@ constexpr uint64_t kRange = 192;          // headers per request
 constexpr uint64_t kOriginSeed = 0x5eed;  // chain_db_benchmark's, so both use the same origins
 constexpr size_t kOrigins = 1024;         // distinct origins per placement, cycled
 constexpr size_t kBaselineReplies = 8;    // replies the crypto baselines cycle over
-constexpr uint64_t kEthOffset = 0x10;     // eth is the only capability: its ids start after p2p's 16
+// Request ids of one length (three bytes), so every request frame has the same size and the client's
+// buffers stop growing after the first pass; wraps long before it would take a fourth byte.
+constexpr uint64_t kFirstRequestId = 0x10000;
+constexpr uint64_t kLastRequestId = 0xffffff;
+constexpr uint64_t kEthOffset = 0x10;  // eth is the only capability: its ids start after p2p's 16
 constexpr uint64_t kGetBlockHeadersId = kEthOffset + static_cast<uint64_t>(eth::MessageId::kGetBlockHeaders);
 constexpr uint64_t kBlockHeadersId = kEthOffset + static_cast<uint64_t>(eth::MessageId::kBlockHeaders);
 
@@ -98,10 +113,10 @@ CodecPair make_codecs() {
     return CodecPair{
         rlpx::FrameCodec(
             rlpx::derive_secrets(rlpx::Role::kInitiator, shared, nonce_a, nonce_b, auth, ack, server_key.public_key()),
-            p2p::Connection::kMaxFrameSize),
+            p2p::SessionLimits{}.max_frame),
         rlpx::FrameCodec(
             rlpx::derive_secrets(rlpx::Role::kRecipient, shared, nonce_a, nonce_b, auth, ack, client_key.public_key()),
-            p2p::Connection::kMaxFrameSize),
+            p2p::SessionLimits{}.max_frame),
     };
 }
 
@@ -124,7 +139,8 @@ class RequestStream {
         ends_.clear();
         for (uint64_t origin : origins) {
             payload_.clear();
-            request_for(next_id_++, origin).encode(payload_);
+            request_for(next_id_, origin).encode(payload_);
+            next_id_ = next_id_ == kLastRequestId ? kFirstRequestId : next_id_ + 1;
             auto data = p2p::encode_frame_data(kGetBlockHeadersId, payload_, true, encoded_);
             if (!data) return make_error("request: " + data.error().message());
             if (auto r = codec_.write_frame(*data, wire_); !r) return make_error("request: " + r.error().message());
@@ -141,7 +157,7 @@ class RequestStream {
 
   private:
     rlpx::FrameCodec codec_;
-    uint64_t next_id_{1};
+    uint64_t next_id_{kFirstRequestId};
     Bytes payload_;
     Bytes encoded_;
     Bytes wire_;
@@ -210,6 +226,7 @@ class Fixture {
         auto opened = db::ChainDb::open(s.dir, opts);
         if (!opened) return opened.error();
         f->chain_ = std::move(*opened);
+        if (auto r = check_chain_sides(*f->chain_, kRange); !r) return r.error();
         f->server_ = std::make_unique<eth::HeaderServer>(*f->chain_);
         f->make_origins();
         if (auto r = f->check_and_warm(); !r) return r.error();
@@ -297,36 +314,42 @@ Fixture* g_fixture = nullptr;
 
 // ---- benchmarks ----------------------------------------------------------------------------------
 
+// `origins` starting at the place of this thread (thread i of n at i/n of the way), so that the
+// threads of one run read different ranges at any moment, as different peers would.
+std::vector<uint64_t> origins_of_thread(const benchmark::State& state, const std::vector<uint64_t>& all) {
+    std::vector<uint64_t> mine(all);
+    const auto shift = static_cast<std::ptrdiff_t>(all.size() * static_cast<size_t>(state.thread_index()) /
+                                                   static_cast<size_t>(state.threads()));
+    std::rotate(mine.begin(), mine.begin() + shift, mine.end());
+    return mine;
+}
+
 struct Tally {
-    uint64_t headers{0};
     uint64_t reply_bytes{0};
     uint64_t wire_bytes{0};
 };
 
-void report(benchmark::State& state, const Tally& t, uint64_t allocations) {
-    state.SetItemsProcessed(static_cast<int64_t>(t.headers));
-    const auto per_request = [](uint64_t v) {
-        return benchmark::Counter(static_cast<double>(v), benchmark::Counter::kAvgIterations);
-    };
-    state.counters["allocs_per_request"] = per_request(allocations);
-    if (t.reply_bytes > 0) state.counters["reply_bytes"] = per_request(t.reply_bytes);
-    if (t.wire_bytes > 0) state.counters["wire_bytes"] = per_request(t.wire_bytes);
+void report(benchmark::State& state, const LoopTotals& totals, const Tally& t) {
+    state.SetItemsProcessed(static_cast<int64_t>(totals.items));
+    state.counters["allocs_per_request"] = per_iteration(totals.allocations);
+    if (t.reply_bytes > 0) state.counters["reply_bytes"] = per_iteration(t.reply_bytes);
+    if (t.wire_bytes > 0) state.counters["wire_bytes"] = per_iteration(t.wire_bytes);
 }
+
+Error served_count_error(size_t served) { return make_error("served " + std::to_string(served) + " headers"); }
 
 void bm_serve(benchmark::State& state, Placement placement) {
     const Fixture& f = *g_fixture;
-    const std::vector<uint64_t>& origins = f.origins(placement);
+    const std::vector<uint64_t> origins = origins_of_thread(state, f.origins(placement));
     CodecPair codecs = make_codecs();
     RequestStream client(std::move(codecs.client));
     ServerSide server(std::move(codecs.server), f.server());
-    // Two untimed passes over every origin: the buffers reach the capacity a long-lived connection
-    // has. Two, because request ids from 256 on take a byte more: the first pass has shorter ones.
+    // An untimed pass over every origin: the buffers reach the capacity a long-lived connection has
+    // (and the client's, which refills inside the loop, theirs).
     std::optional<Error> error;
-    for (int pass = 0; pass < 2 && !error; ++pass) {
-        if (auto r = client.refill(origins); !r) error = r.error();
-        for (size_t i = 0; !error && i < client.size(); ++i) {
-            if (auto r = server.serve_one(client.frame(i)); !r) error = r.error();
-        }
+    if (auto r = client.refill(origins); !r) error = r.error();
+    for (size_t i = 0; !error && i < client.size(); ++i) {
+        if (auto r = server.serve_one(client.frame(i)); !r) error = r.error();
     }
     if (!error) {
         if (auto r = client.refill(origins); !r) error = r.error();
@@ -337,65 +360,49 @@ void bm_serve(benchmark::State& state, Placement placement) {
     }
     Tally t;
     size_t next = 0;
-    AllocationScope allocations;
-    for (auto _ : state) {
-        if (next == client.size()) {
-            allocations.pause();  // the benchmark library's own timer calls are not the server's
-            state.PauseTiming();
+    const auto totals = run_loop(state, [&]() -> Outcome<uint64_t> {
+        if (next == client.size()) [[unlikely]] {
+            state.PauseTiming();  // the client's work; allocation-free with warm buffers
             auto r = client.refill(origins);
             state.ResumeTiming();
-            allocations.resume();
-            if (!r) {
-                error = r.error();
-                break;
-            }
+            if (!r) return r.error();
             next = 0;
         }
         auto served = server.serve_one(client.frame(next++));
-        if (!served || *served != kRange) [[unlikely]] {
-            error = served ? make_error("served " + std::to_string(*served) + " headers") : served.error();
-            break;
-        }
-        t.headers += *served;
+        if (!served) [[unlikely]]
+            return served.error();
+        if (*served != kRange) [[unlikely]]
+            return served_count_error(*served);
         t.reply_bytes += server.reply().size();
         t.wire_bytes += server.wire().size();
         benchmark::DoNotOptimize(server.wire().data());
-    }
-    const uint64_t allocated = allocations.stop();
-    if (error) {
-        state.SkipWithError(error->message.c_str());
-        return;
-    }
-    report(state, t, allocated);
+        return uint64_t{*served};
+    });
+    if (totals) report(state, *totals, t);
 }
 
 void bm_lookup(benchmark::State& state, Placement placement) {
     const Fixture& f = *g_fixture;
     std::vector<eth::GetBlockHeadersRequest> requests;
-    for (uint64_t origin : f.origins(placement)) requests.push_back(request_for(requests.size() + 1, origin));
+    for (uint64_t origin : origins_of_thread(state, f.origins(placement))) {
+        requests.push_back(request_for(kFirstRequestId + requests.size(), origin));
+    }
     ItemBuffer scratch;
     Bytes reply;
     for (const auto& req : requests) (void)f.server().serve(req, scratch, reply);
     Tally t;
     size_t i = 0;
-    std::optional<Error> error;
-    AllocationScope allocations;
-    for (auto _ : state) {
+    const auto totals = run_loop(state, [&]() -> Outcome<uint64_t> {
         auto served = f.server().serve(requests[i++ % requests.size()], scratch, reply);
-        if (!served || served->headers != kRange) [[unlikely]] {
-            error = served ? make_error("served " + std::to_string(served->headers) + " headers") : served.error();
-            break;
-        }
-        t.headers += served->headers;
+        if (!served) [[unlikely]]
+            return served.error();
+        if (served->headers != kRange) [[unlikely]]
+            return served_count_error(served->headers);
         t.reply_bytes += reply.size();
         benchmark::DoNotOptimize(reply.data());
-    }
-    const uint64_t allocated = allocations.stop();
-    if (error) {
-        state.SkipWithError(error->message.c_str());
-        return;
-    }
-    report(state, t, allocated);
+        return uint64_t{served->headers};
+    });
+    if (totals) report(state, *totals, t);
 }
 
 // snappy + write_frame of the reply payloads (compress = true), or write_frame alone of the
@@ -406,43 +413,36 @@ void bm_reply(benchmark::State& state, Placement placement, bool compress) {
     rlpx::FrameCodec codec = make_codecs().server;
     Bytes encoded;
     Bytes wire;
-    std::optional<Error> error;
-    const auto one = [&](const Bytes& input) -> bool {
+    Tally t;
+    const auto one = [&](const Bytes& input) -> Outcome<uint64_t> {
         ByteView data{input};
         if (compress) {
             auto e = p2p::encode_frame_data(kBlockHeadersId, input, true, encoded);
-            if (!e) {
-                error = make_error("encode: " + e.error().message());
-                return false;
-            }
+            if (!e) [[unlikely]]
+                return make_error("encode: " + e.error().message());
             data = *e;
         }
         wire.clear();
-        if (auto r = codec.write_frame(data, wire); !r) {
-            error = make_error("frame: " + r.error().message());
-            return false;
-        }
-        return true;
+        if (auto r = codec.write_frame(data, wire); !r) [[unlikely]]
+            return make_error("frame: " + r.error().message());
+        return kRange;
     };
     for (const Bytes& input : inputs) {
-        if (!one(input)) break;
+        if (auto r = one(input); !r) {
+            state.SkipWithError(r.error().message.c_str());
+            return;
+        }
     }
-    Tally t;
     size_t i = 0;
-    AllocationScope allocations;
-    for (auto _ : state) {
-        if (error || !one(inputs[i++ % inputs.size()])) [[unlikely]]
-            break;
-        t.headers += kRange;
+    const auto totals = run_loop(state, [&]() -> Outcome<uint64_t> {
+        const Bytes& input = inputs[i++ % inputs.size()];
+        auto r = one(input);
+        if (compress) t.reply_bytes += input.size();
         t.wire_bytes += wire.size();
         benchmark::DoNotOptimize(wire.data());
-    }
-    const uint64_t allocated = allocations.stop();
-    if (error) {
-        state.SkipWithError(error->message.c_str());
-        return;
-    }
-    report(state, t, allocated);
+        return r;
+    });
+    if (totals) report(state, *totals, t);
 }
 
 // The two primitives inside write_frame, on the same compressed replies: AES-256-CTR alone
@@ -453,70 +453,105 @@ void bm_primitive(benchmark::State& state, Placement placement, bool aes) {
     const Hash32 key = fixed_hash("serve_benchmark aes key");
     const uint8_t iv[16] = {};
     rlpx::EvpCipherCtx ctx = rlpx::make_cipher(EVP_aes_256_ctr(), key.data(), iv);
+    if (ctx == nullptr) {
+        state.SkipWithError("AES-CTR setup failed");
+        return;
+    }
     Keccak256 mac;
     Bytes out;
     for (const Bytes& in : inputs) out.resize(std::max(out.size(), in.size()));
-    Tally t;
     size_t i = 0;
-    bool ok = ctx != nullptr;
-    AllocationScope allocations;
-    for (auto _ : state) {
+    const auto totals = run_loop(state, [&]() -> Outcome<uint64_t> {
         const Bytes& in = inputs[i++ % inputs.size()];
         if (aes) {
-            ok = ok && rlpx::cipher_update(ctx.get(), out.data(), in.data(), in.size());
+            if (!rlpx::cipher_update(ctx.get(), out.data(), in.data(), in.size())) [[unlikely]]
+                return make_error("AES-CTR failed");
             benchmark::DoNotOptimize(out.data());
         } else {
             mac.update(in);
             const Hash32 digest = mac.digest();
             benchmark::DoNotOptimize(digest.data());
         }
-        t.headers += kRange;
-    }
-    const uint64_t allocated = allocations.stop();
-    if (!ok) {
-        state.SkipWithError("AES-CTR failed");
-        return;
-    }
-    report(state, t, allocated);
+        return kRange;
+    });
+    if (totals) report(state, *totals, Tally{});
 }
 
-void print_summary(const RecordingReporter& r) {
-    if (!r.any()) return;
+std::string threads_suffix(int threads) { return "/threads:" + std::to_string(threads); }
+
+void print_summary(const RecordingReporter& r, int max_threads) {
+    const std::string one = threads_suffix(1);
     std::printf(
-        "\nSummary: one %llu-header GetBlockHeaders, request frame in -> reply frame out; headers/s per core (CPU "
-        "time)\n",
+        "\nSummary: one %llu-header GetBlockHeaders, request frame in -> reply frame out; serve and lookup with 1 "
+        "thread\n",
         static_cast<unsigned long long>(kRange));
     std::printf(
-        "crypto%% = reply_crypto time / serve time (snappy + AES-CTR + MAC of the same reply); frame%%, aes%%, "
-        "keccak%%: write_frame alone and its two primitives, as shares of the serve time\n");
-    std::printf("%-9s %12s %9s %10s %9s %12s %12s %12s %8s %8s %8s %8s\n", "placement", "serve/s", "us/req",
-                "allocs/req", "wire B", "lookup/s", "crypto/s", "frame/s", "crypto%", "frame%", "aes%", "keccak%");
+        "floor = serve CPU time / reply_crypto CPU time per request (snappy + AES-CTR + MAC of the same kind of "
+        "reply); frame%%, aes%%, keccak%%: write_frame alone and its two primitives, as shares of the serve CPU "
+        "time\n");
+    std::printf("%-9s %12s %9s %9s %10s %9s %9s %12s %12s %7s %8s %8s %8s\n", "placement", "serve/s", "us/req",
+                "crypto us", "allocs/req", "reply B", "wire B", "lookup/s", "crypto/s", "floor", "frame%", "aes%",
+                "keccak%");
     for (Placement p : kPlacements) {
         const std::string suffix = std::string("/") + placement_name(p);
-        const auto serve = r.get("serve" + suffix, "items_per_second");
-        if (!serve || *serve <= 0) continue;
-        const auto rate = [&](const char* name) { return r.get(name + suffix, "items_per_second"); };
-        auto cell = [](std::optional<double> v, const char* fmt) {
-            char buf[32];
-            if (v) {
-                std::snprintf(buf, sizeof buf, fmt, *v);
-            } else {
-                std::snprintf(buf, sizeof buf, "-");
-            }
-            return std::string(buf);
+        const std::string serve = "serve" + suffix + one;
+        const auto cpu = r.get(serve, "cpu_seconds");
+        if (!cpu || *cpu <= 0) continue;
+        const double serve_rate = static_cast<double>(kRange) / *cpu;  // headers per CPU second
+        const auto crypto_cpu = r.get("reply_crypto" + suffix, "cpu_seconds");
+        // Share of the serving CPU time.
+        auto share = [&](const char* name) -> std::optional<double> {
+            const auto base = r.get(name + suffix, "cpu_seconds");
+            if (!base) return std::nullopt;
+            return 100.0 * *base / *cpu;
         };
-        // Share of the serving time: time ratio = inverse rate ratio.
-        auto share = [&](std::optional<double> base) -> std::optional<double> {
-            if (!base || *base <= 0) return std::nullopt;
-            return 100.0 * *serve / *base;
+        auto rate = [&](const std::string& name) -> std::optional<double> {
+            const auto s = r.get(name, "cpu_seconds");
+            if (!s || *s <= 0) return std::nullopt;
+            return static_cast<double>(kRange) / *s;
         };
-        std::printf("%-9s %12s %9s %10s %9s %12s %12s %12s %8s %8s %8s %8s\n", placement_name(p),
-                    cell(serve, "%.0f").c_str(), cell(1e6 * static_cast<double>(kRange) / *serve, "%.1f").c_str(),
-                    cell(r.get("serve" + suffix, "allocs_per_request"), "%.2f").c_str(),
-                    cell(r.get("serve" + suffix, "wire_bytes"), "%.0f").c_str(), cell(rate("lookup"), "%.0f").c_str(),
-                    cell(rate("reply_crypto"), "%.0f").c_str(), cell(rate("reply_frame"), "%.0f").c_str(),
-                    cell(share(rate("reply_crypto")), "%.1f").c_str(), cell(share(rate("reply_frame")), "%.1f").c_str(),
-                    cell(share(rate("aes_ctr")), "%.1f").c_str(), cell(share(rate("keccak")), "%.1f").c_str());
+        std::optional<double> floor;
+        if (crypto_cpu && *crypto_cpu > 0) floor = *cpu / *crypto_cpu;
+        std::printf("%-9s %12s %9s %9s %10s %9s %9s %12s %12s %7s %8s %8s %8s\n", placement_name(p),
+                    cell(serve_rate, "%.0f").c_str(), cell(1e6 * *cpu, "%.1f").c_str(),
+                    cell(crypto_cpu ? std::optional<double>(1e6 * *crypto_cpu) : std::nullopt, "%.1f").c_str(),
+                    cell(r.get(serve, "allocs_per_request"), "%.2f").c_str(),
+                    cell(r.get(serve, "reply_bytes"), "%.0f").c_str(), cell(r.get(serve, "wire_bytes"), "%.0f").c_str(),
+                    cell(rate("lookup" + suffix + one), "%.0f").c_str(),
+                    cell(rate("reply_crypto" + suffix), "%.0f").c_str(), cell(floor, "%.3fx").c_str(),
+                    cell(share("reply_frame"), "%.1f").c_str(), cell(share("aes_ctr"), "%.1f").c_str(),
+                    cell(share("keccak"), "%.1f").c_str());
+    }
+    if (max_threads < 2) return;
+    std::printf(
+        "\nScaling: requests/s per wall-clock second with N threads sharing the ChainDb and HeaderServer (own codecs "
+        "and buffers); ratio = N threads / 1 thread; CPU us/req summed over threads\n");
+    std::printf("%-9s %-7s %8s %12s %7s %11s %10s %12s %7s\n", "placement", "bench", "threads", "requests/s", "ratio",
+                "CPU us/req", "allocs/req", "lookup req/s", "ratio");
+    for (Placement p : kPlacements) {
+        const std::string suffix = std::string("/") + placement_name(p);
+        const auto base = r.get("serve" + suffix + one, "items_per_second");
+        const auto lookup_base = r.get("lookup" + suffix + one, "items_per_second");
+        for (int n = 1; n <= max_threads; ++n) {
+            const std::string serve = "serve" + suffix + threads_suffix(n);
+            const auto rate = r.get(serve, "items_per_second");
+            const auto lookup = r.get("lookup" + suffix + threads_suffix(n), "items_per_second");
+            if (!rate && !lookup) continue;
+            auto requests = [](std::optional<double> headers) -> std::optional<double> {
+                if (!headers) return std::nullopt;
+                return *headers / static_cast<double>(kRange);
+            };
+            auto ratio = [](std::optional<double> a, std::optional<double> b) -> std::optional<double> {
+                if (!a || !b || *b <= 0) return std::nullopt;
+                return *a / *b;
+            };
+            const auto cpu = r.get(serve, "cpu_seconds");
+            std::printf("%-9s %-7s %8d %12s %7s %11s %10s %12s %7s\n", placement_name(p), "serve", n,
+                        cell(requests(rate), "%.1f").c_str(), cell(ratio(rate, base), "%.3fx").c_str(),
+                        cell(cpu ? std::optional<double>(1e6 * *cpu) : std::nullopt, "%.1f").c_str(),
+                        cell(r.get(serve, "allocs_per_request"), "%.2f").c_str(),
+                        cell(requests(lookup), "%.1f").c_str(), cell(ratio(lookup, lookup_base), "%.3fx").c_str());
+        }
     }
 }
 
@@ -525,28 +560,34 @@ void print_summary(const RecordingReporter& r) {
 
 int main(int argc, char** argv) {
     using namespace headerd::bench;
-    bool list_only = false;
-    for (int i = 1; i < argc; ++i) list_only = list_only || std::string_view(argv[i]).starts_with("--benchmark_list");
-    benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-    const auto settings = read_chain_settings(HEADERD_BENCH_DEFAULT_DIR, kRange);
-    if (!settings) return 2;
-    if (!openssl_allocations_counted()) std::fprintf(stderr, "bench: OpenSSL allocations are not counted\n");
-
-    for (Placement p : kPlacements) {
-        const std::string suffix = std::string("/") + placement_name(p);
-        for (auto* b : {benchmark::RegisterBenchmark(("serve" + suffix).c_str(), bm_serve, p),
-                        benchmark::RegisterBenchmark(("lookup" + suffix).c_str(), bm_lookup, p),
-                        benchmark::RegisterBenchmark(("reply_crypto" + suffix).c_str(), bm_reply, p, true),
-                        benchmark::RegisterBenchmark(("reply_frame" + suffix).c_str(), bm_reply, p, false),
-                        benchmark::RegisterBenchmark(("aes_ctr" + suffix).c_str(), bm_primitive, p, true),
-                        benchmark::RegisterBenchmark(("keccak" + suffix).c_str(), bm_primitive, p, false)}) {
-            b->Unit(benchmark::kMicrosecond);
-        }
-    }
-
+    std::optional<ChainSettings> settings;
     std::unique_ptr<Fixture> fixture;
-    if (!list_only) {
+    int max_threads = 2;
+    const auto setup = [&](bool list_only) -> int {
+        settings = read_chain_settings(HEADERD_BENCH_DEFAULT_DIR, kRange);
+        if (!settings) return 2;
+        const auto threads = env_u64("HEADERD_BENCH_THREADS", 2);
+        if (!threads || *threads < 1 || *threads > 64) {
+            std::fprintf(stderr, "bench: HEADERD_BENCH_THREADS must be 1..64\n");
+            return 2;
+        }
+        max_threads = static_cast<int>(*threads);
+        if (!openssl_allocations_counted()) std::fprintf(stderr, "bench: OpenSSL allocations are not counted\n");
+
+        for (Placement p : kPlacements) {
+            const std::string suffix = std::string("/") + placement_name(p);
+            for (auto* b : {benchmark::RegisterBenchmark(("serve" + suffix).c_str(), bm_serve, p),
+                            benchmark::RegisterBenchmark(("lookup" + suffix).c_str(), bm_lookup, p)}) {
+                b->Unit(benchmark::kMicrosecond)->DenseThreadRange(1, max_threads)->UseRealTime();
+            }
+            for (auto* b : {benchmark::RegisterBenchmark(("reply_crypto" + suffix).c_str(), bm_reply, p, true),
+                            benchmark::RegisterBenchmark(("reply_frame" + suffix).c_str(), bm_reply, p, false),
+                            benchmark::RegisterBenchmark(("aes_ctr" + suffix).c_str(), bm_primitive, p, true),
+                            benchmark::RegisterBenchmark(("keccak" + suffix).c_str(), bm_primitive, p, false)}) {
+                b->Unit(benchmark::kMicrosecond);
+            }
+        }
+        if (list_only) return 0;
         auto created = Fixture::create(*settings);
         if (!created) {
             std::fprintf(stderr, "%s\n", created.error().message.c_str());
@@ -554,15 +595,11 @@ int main(int argc, char** argv) {
         }
         fixture = std::move(*created);
         g_fixture = fixture.get();
+        const auto head = fixture->chain().head();
         std::fprintf(stderr, "bench: datadir %s, %llu headers, blocks [0, %llu) ancient\n", settings->dir.c_str(),
-                     static_cast<unsigned long long>(settings->headers),
+                     static_cast<unsigned long long>(head ? head->number + 1 : 0),
                      static_cast<unsigned long long>(fixture->chain().ancient_items()));
-    }
-
-    RecordingReporter reporter(isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_ColorTabular
-                                                     : benchmark::ConsoleReporter::OO_Tabular);
-    benchmark::RunSpecifiedBenchmarks(&reporter);
-    if (!list_only) print_summary(reporter);
-    benchmark::Shutdown();
-    return reporter.failed() ? 1 : 0;
+        return 0;
+    };
+    return benchmark_main(argc, argv, setup, [&](const RecordingReporter& r) { print_summary(r, max_threads); });
 }

@@ -1,10 +1,10 @@
 // `headerd serve` and `headerd get`: the devp2p side of the binary.
 
+#include <sys/resource.h>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <random>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -22,6 +22,7 @@
 #include "node/cli.hpp"
 #include "node/commands.hpp"
 #include "node/common.hpp"
+#include "p2p/client_session.hpp"
 #include "p2p/net_metrics.hpp"
 #include "p2p/node_key.hpp"
 #include "p2p/peer.hpp"
@@ -49,33 +50,27 @@ Outcome<tcp::endpoint> parse_endpoint(const std::string& option, const std::stri
     return tcp::endpoint(address, static_cast<uint16_t>(*port));
 }
 
-struct GetJob {
-    p2p::Enode peer;
-    p2p::LocalNode local;
-    eth::GetBlockHeadersRequest request;
-    std::chrono::seconds timeout;
-    p2p::HeadersReply reply;
-};
+// The file descriptors serve may need: one per peer and per pending handshake, plus the database's
+// tables, the metrics server's connections and the process's own.
+constexpr uint64_t kSpareDescriptors = 256;
 
-// Dial, handshake, Hello + Status, one request, goodbye. REQUIRES: job outlives the coroutine.
-asio::awaitable<void> fetch(GetJob* job) {
-    auto executor = co_await asio::this_coro::executor;
-    tcp::resolver resolver(executor);
-    auto endpoints =
-        co_await resolver.async_resolve(job->peer.host, std::to_string(job->peer.port), asio::use_awaitable);
-    tcp::socket socket(executor);
-    co_await asio::async_connect(socket, endpoints, asio::use_awaitable);
-    p2p::Connection conn(std::move(socket));
-    co_await conn.dial_handshake(*job->local.key, job->peer.key, p2p::kHandshakeTimeout);
-    const p2p::EthLink link = co_await p2p::establish(conn, job->local);
-    spdlog::debug("Connected                                peer={} client=\"{}\" eth={}", conn.remote_address(),
-                  link.client_id, link.version);
-    // The reply must arrive within --timeout of sending; the tracker measures the round trip.
-    tracker::TrackerConfig config;
-    config.timeout = job->timeout;
-    tracker::Tracker tracker(config);
-    job->reply = co_await p2p::request_headers(conn, link, tracker, job->request);
-    co_await conn.disconnect(p2p::DisconnectReason::kRequested);
+// Raises RLIMIT_NOFILE's soft limit to what `needed` descriptors take, as far as the hard limit
+// allows; an error names the limit and both ways out when the hard limit is too low.
+Outcome<void> ensure_descriptors(uint64_t needed, const std::string& why) {
+    rlimit limit{};
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return make_error("getrlimit(RLIMIT_NOFILE) failed");
+    if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur >= needed) return {};
+    if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < needed) {
+        return make_error(
+            fmt::format("{} needs {} file descriptors but the hard limit RLIMIT_NOFILE is {}; raise it "
+                        "(ulimit -Hn, or LimitNOFILE= in a systemd unit) or lower --max-peers",
+                        why, needed, limit.rlim_max));
+    }
+    const rlim_t old = limit.rlim_cur;
+    limit.rlim_cur = needed;
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) return make_error("setrlimit(RLIMIT_NOFILE) failed");
+    spdlog::info("Raised the open file limit                old={} new={}", old, needed);
+    return {};
 }
 
 }  // namespace
@@ -84,7 +79,7 @@ int cmd_serve(int argc, char** argv) {
     const CommandSpec spec{
         "serve",
         "serve the stored headers to devp2p peers (RLPx, eth/68 and eth/69)",
-        "--datadir DIR [--listen HOST:PORT] [--max-peers N] [--metrics HOST:PORT]",
+        "--datadir DIR [--listen HOST:PORT] [--max-peers N] [--workers N] [--metrics HOST:PORT]",
         {datadir_option(),
          {"listen", "[HOST:]PORT", "TCP address to accept peers on (host 127.0.0.1 if absent; port 0: any free port)",
           "127.0.0.1:30303", false},
@@ -93,6 +88,10 @@ int cmd_serve(int argc, char** argv) {
           "absent)",
           "", false},
          {"max-peers", "N", "peers served at once; more get Disconnect \"too many peers\"", "50", false},
+         {"max-pending", "N",
+          "connections in the RLPx handshake at once; more wait in the listen backlog until one finishes", "256",
+          false},
+         {"workers", "N", "threads serving peers (0: one per core)", "0", false},
          verbosity_option()},
         false,
         ""};
@@ -109,6 +108,15 @@ int cmd_serve(int argc, char** argv) {
     }
     auto max_peers = args->get_u64("max-peers", 50);
     if (!max_peers) return fail(max_peers.error().message);
+    auto max_pending = args->get_u64("max-pending", 256);
+    if (!max_pending || *max_pending == 0) return fail("--max-pending must be a positive number");
+    auto workers = args->get_u64("workers", 0);
+    if (!workers || *workers > 1024) return fail("--workers must be a number from 0 (one per core) to 1024");
+    if (auto r = ensure_descriptors(*max_peers + *max_pending + kSpareDescriptors,
+                                    fmt::format("--max-peers {} with --max-pending {}", *max_peers, *max_pending));
+        !r) {
+        return fail(r.error().message);
+    }
     const std::string datadir = *args->get("datadir");
 
     auto chain = open_existing(datadir, false);
@@ -120,7 +128,10 @@ int cmd_serve(int argc, char** argv) {
     auto key = p2p::load_or_create_node_key(datadir);
     if (!key) return fail(key.error().message);
 
-    asio::io_context io(1);
+    // The control thread (this one) accepts connections and serves /metrics, /healthz and signals;
+    // the workers serve peers. A scrape never waits behind a busy worker.
+    asio::io_context control(1);
+    p2p::WorkerPool pool(*workers);
     // Metrics are created only when asked for: with them off, sessions skip every meter.
     std::unique_ptr<metrics::Metrics> registry;
     std::unique_ptr<p2p::NetMetrics> net_metrics;
@@ -133,13 +144,14 @@ int cmd_serve(int argc, char** argv) {
     p2p::ServerOptions options;
     options.listen = *listen;
     options.max_peers = *max_peers;
+    options.max_pending = *max_pending;
     options.metrics = net_metrics.get();
     options.client_id = kClientId;
-    p2p::Server server(io, db, *key, options);
+    p2p::Server server(control, pool, db, *key, options);
     if (auto r = server.listen(); !r) return fail(r.error().message);
     std::optional<metrics::HttpServer> http;
     if (metrics_at) {
-        http.emplace(io, registry->collectables(), [&server, &db] {
+        http.emplace(control, registry->collectables(), [&server, &db] {
             return metrics::Health{true, fmt::format("ok head={} peers={}\n", db.head()->number, server.peers())};
         });
         if (auto r = http->listen(*metrics_at); !r) return fail(r.error().message);
@@ -153,19 +165,24 @@ int cmd_serve(int argc, char** argv) {
     const std::string enode_path = (std::filesystem::path(datadir) / "enode").string();
     if (auto r = p2p::write_file_atomic(enode_path, enode + "\n", 0644); !r) return fail(r.error().message);
 
-    asio::signal_set signals(io, SIGINT, SIGTERM);
+    asio::signal_set signals(control, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code& ec, int signo) {
         if (ec) return;
         spdlog::info("Shutting down                            signal={} peers={}", signo, server.peers());
         server.stop();
         if (http) http->stop();
     });
+    pool.start();
     server.start();
     const auto head = db.head();
-    spdlog::info("Serving headers                          network={} head={} hash={} listen={}:{}", db.config()->name,
-                 head->number, to_hex0x(head->hash), bound.address().to_string(), bound.port());
+    spdlog::info("Serving headers                          network={} head={} hash={} listen={}:{} workers={}",
+                 db.config()->name, head->number, to_hex0x(head->hash), bound.address().to_string(), bound.port(),
+                 pool.size());
     std::cout << enode << std::endl;
-    io.run();
+    control.run();
+    // Every session has been told to quit; the workers finish their goodbyes and return.
+    pool.release();
+    pool.join();
     db.set_read_observer(nullptr);
     spdlog::info("Stopped                                  datadir={}", datadir);
     return kExitOk;
@@ -212,7 +229,6 @@ int cmd_get(int argc, char** argv) {
     request.reverse = args->has("reverse");
     const std::string format = args->get_or("format", "rlp");
     if (format != "rlp" && format != "json") return fail(fmt::format("--format {}: expected rlp or json", format));
-    request.request_id = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);
 
     auto key = rlpx::PrivateKey::generate();  // a throwaway identity: get keeps no state
     if (!key) return fail("cannot generate a key: " + key.error().message());
@@ -226,37 +242,52 @@ int cmd_get(int argc, char** argv) {
     local.head = db::Head{0, config.genesis_hash, U256(17'179'869'184u), 0};
 
     asio::io_context io(1);
-    GetJob job{*peer, local, request, std::chrono::seconds(*timeout), {}};
-    const auto deadline = job.timeout;
+    p2p::ClientOptions options;
+    options.limits.handshake = std::chrono::seconds(*timeout);
+    options.request_timeout = std::chrono::seconds(*timeout);
+    std::optional<p2p::HeadersReply> reply;
     std::string error;
-    // The whole exchange runs under one deadline; the guard stops the loop if anything hangs.
-    asio::steady_timer guard(io, deadline + p2p::kHandshakeTimeout);
+    // Dial, handshake, Hello + Status, one request, goodbye.
+    auto fetch = [&]() -> asio::awaitable<void> {
+        auto session = co_await p2p::ClientSession::connect(*peer, local, options);
+        spdlog::debug("Connected                                peer={} client=\"{}\" eth={}",
+                      session->connection().remote_address(), session->link().client_id, session->link().version);
+        auto result = co_await session->request(request);
+        if (result) {
+            reply = std::move(*result);
+        } else {
+            error = result.error().message;
+        }
+        co_await session->close();
+    };
+    // Every step has its own deadline; the guard stops the loop should anything still hang.
+    asio::steady_timer guard(io, 2 * options.limits.handshake + std::chrono::seconds(5));
     guard.async_wait([&](const boost::system::error_code& ec) {
         if (!ec) {
             error = "timed out";
             io.stop();
         }
     });
-    asio::co_spawn(io, fetch(&job), [&](std::exception_ptr e) {
+    asio::co_spawn(io, fetch(), [&](std::exception_ptr e) {
         guard.cancel();
         if (!e) return;
         try {
             std::rethrow_exception(e);
-        } catch (const boost::system::system_error& ex) {
-            error = ex.code().message();  // what() would append Asio's source location
         } catch (const std::exception& ex) {
             error = ex.what();
         }
     });
     io.run();
-    if (!error.empty()) return fail(fmt::format("peer {}:{}: {}", peer->host, peer->port, error));
+    if (!error.empty() || !reply) {
+        return fail(fmt::format("peer {}:{}: {}", peer->host, peer->port, error.empty() ? "no reply" : error));
+    }
 
-    for (const Bytes& rlp : job.reply.headers) {
+    for (ByteView rlp : reply->headers) {
         if (format == "rlp") {
             std::cout << to_hex0x(rlp) << "\n";
             continue;
         }
-        const BlockHeader h = *decode_block_header(rlp);  // request_headers checked every header
+        const BlockHeader h = *decode_block_header(rlp);  // the session checked every header
         boost::json::object o{
             {"number", h.number},       {"hash", to_hex0x(header_hash(rlp))}, {"parent_hash", to_hex0x(h.parent_hash)},
             {"timestamp", h.timestamp}, {"difficulty", h.difficulty.str()},   {"gas_limit", h.gas_limit},
@@ -265,8 +296,8 @@ int cmd_get(int argc, char** argv) {
     }
     std::cout.flush();
     spdlog::info("Received headers                         peer={}:{} request={} count={} rtt={:.3f}ms", peer->host,
-                 peer->port, request.request_id, job.reply.headers.size(),
-                 std::chrono::duration<double, std::milli>(job.reply.rtt).count());
+                 peer->port, reply->request_id, reply->headers.size(),
+                 std::chrono::duration<double, std::milli>(reply->rtt).count());
     return kExitOk;
 }
 

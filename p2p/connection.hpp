@@ -1,27 +1,40 @@
 #pragma once
 
-// One devp2p connection over TCP: the RLPx handshake, framed and (after Hello) snappy-compressed
-// messages, each read and write under a deadline. Used by the server's sessions and by the dialing
-// client. Wire format: docs/wire.md and docs/rlpx.md.
+// One devp2p connection over TCP: the RLPx handshake, then framed and (after Hello)
+// snappy-compressed messages. Full duplex: one reader and any number of writers at a time, each
+// side under its own deadline, so a session can answer Pings or push a BlockRangeUpdate while a
+// reply is being written, and a client can pipeline requests while its reader waits for replies.
+// Wire format: docs/rlpx.md and docs/wire.md; sessions and limits: docs/wire.md, "Sessions".
 //
-// Thread-safety: none; one coroutine drives a connection at a time (so there is one writer and the
-// frame MAC states never interleave).
+// Writes are serialized in call order: write_message() encrypts its frame before its first
+// suspension (the frame MAC and the AES-CTR stream must advance in wire order), then either writes
+// it or queues it behind the frame being written, and returns once its frame is on the wire.
+//
+// Thread-safety: none. A connection, and the WriteBuffers it shares, belong to the one thread
+// (worker) that runs its session.
 
+#include <array>
 #include <chrono>
+#include <cstddef>
+#include <deque>
+#include <memory>
 #include <optional>
-#include <stdexcept>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "core/bytes.hpp"
-#include "p2p/eth/base_protocol.hpp"
-#include "p2p/eth/message_codec.hpp"
+#include "p2p/peer_error.hpp"
 #include "p2p/rlpx/frame.hpp"
 #include "p2p/rlpx/handshake.hpp"
 #include "p2p/rlpx/secp256k1.hpp"
+#include "p2p/wire/base_protocol.hpp"
+#include "p2p/wire/message_codec.hpp"
 
 namespace headerd::p2p {
 
@@ -31,45 +44,81 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
-// Why a connection ends; thrown inside a session and caught in one place, which sends the
-// Disconnect (when the protocol allows one) and closes the socket.
-class PeerError : public std::runtime_error {
-  public:
-    PeerError(DisconnectReason reason, const std::string& what, bool can_send = true)
-        : std::runtime_error(what), reason_(reason), can_send_(can_send) {}
-    DisconnectReason reason() const noexcept { return reason_; }
-    // False before the RLPx handshake completed (no frames yet) or when the peer is gone.
-    bool can_send() const noexcept { return can_send_; }
-
-  private:
-    DisconnectReason reason_;
-    bool can_send_;
+// Per-session limits. The defaults are geth's; tests and load tools set short ones.
+struct SessionLimits {
+    // RLPx handshake, Hello and Status together (geth gives RLPx 5 s and Status another 5 s).
+    Clock::duration handshake{std::chrono::seconds(5)};
+    // A peer that sends nothing for this long gets a Ping; one silent for two periods is dropped
+    // (geth pings every 15 s and drops after 30 s without a frame). A frame that started arriving
+    // must also be complete within one period.
+    Clock::duration idle{std::chrono::seconds(15)};
+    // The peer must take each frame we write within this (geth: 20 s per frame).
+    Clock::duration write{std::chrono::seconds(10)};
+    // Largest frame accepted: a BlockHeaders reply of 1024 headers is about 600 KB; eth messages are
+    // capped at 10 MiB. Snappy output is at most that plus a little, and the 24-bit size field
+    // cannot say more than 16 MiB - 1.
+    size_t max_frame{rlpx::kMaxFrameSizeField};
 };
 
-// The peer's deadline passed (no reply in time). Distinct so the session can ping an idle peer.
-class PeerTimeout : public PeerError {
+// Encrypted frames waiting to be written, or just written, kept for reuse so that steady-state
+// writing does not allocate and an idle connection holds no reply-sized buffer.
+class FramePool {
   public:
-    explicit PeerTimeout(const std::string& what) : PeerError(DisconnectReason::kPingTimeout, what) {}
+    Bytes take() {
+        if (free_.empty()) return Bytes();
+        Bytes b = std::move(free_.back());
+        free_.pop_back();
+        b.clear();
+        return b;
+    }
+    // Keeps at most kMaxKept buffers of at most kMaxKeptBytes each: a pool serves the writes in
+    // progress on one thread, and one 1024-header reply must not pin its size forever.
+    void give(Bytes&& b) {
+        if (b.capacity() <= kMaxKeptBytes && free_.size() < kMaxKept) free_.push_back(std::move(b));
+    }
+    size_t size() const noexcept { return free_.size(); }
+
+    static constexpr size_t kMaxKept = 16;
+    static constexpr size_t kMaxKeptBytes = size_t{1} << 20;
+
+  private:
+    std::vector<Bytes> free_;
+};
+
+// What writing needs besides the codec: the encode buffer (id + compressed payload, consumed before
+// the frame is queued) and the frame pool. Connections driven by one thread share one set (a
+// server worker's); a lone connection owns its own.
+struct WriteBuffers {
+    Bytes encoded;
+    FramePool frames;
 };
 
 class Connection {
   public:
-    // Largest frame we accept from a peer: a BlockHeaders reply of 1024 headers is about 600 KB; eth
-    // messages are capped at 10 MiB by geth. Snappy output is at most this much plus a little.
-    static constexpr size_t kMaxFrameSize = (size_t{16} << 20) - 1;
+    // `shared`: write buffers of the thread that drives this connection; null: its own. REQUIRES:
+    // shared outlives the connection and is used only on that thread.
+    explicit Connection(tcp::socket socket, SessionLimits limits = {}, WriteBuffers* shared = nullptr);
+    ~Connection();
+    Connection(const Connection&) = delete;
+    Connection& operator=(const Connection&) = delete;
 
-    explicit Connection(tcp::socket socket);
-
-    // RLPx handshake as the side that accepted (recipient) or dialed (initiator), under `timeout`.
-    asio::awaitable<void> accept_handshake(const rlpx::PrivateKey& key, Clock::duration timeout);
+    // RLPx handshake as the side that accepted (recipient) or dialed (initiator), done by
+    // `deadline`. Throws PeerError (kHandshakeTimeout, kBadHandshake, kNetwork).
+    asio::awaitable<void> accept_handshake(const rlpx::PrivateKey& key, Clock::time_point deadline);
     asio::awaitable<void> dial_handshake(const rlpx::PrivateKey& key, const rlpx::PublicKey& remote,
-                                         Clock::duration timeout);
+                                         Clock::time_point deadline);
 
-    // Reads one message. The payload view stays valid until the next read.
-    asio::awaitable<Message> read_message(Clock::duration timeout);
-    // Writes one message (compressed once snappy is on, except Hello).
-    asio::awaitable<void> write_message(uint64_t id, ByteView payload, Clock::duration timeout);
-    // Best effort: Disconnect with `reason` under a short deadline, then close. Never throws.
+    // Reads one message. nullopt when no frame began to arrive by `deadline`: an idle peer, a
+    // value, and the stream is intact. A frame that began must complete within limits().idle, else
+    // kFrameTimeout. The payload view stays valid until the next read. Throws PeerError.
+    // REQUIRES: one reader at a time.
+    asio::awaitable<std::optional<Message>> read_message(Clock::time_point deadline);
+    // Writes one message (compressed once snappy is on, except Hello) within limits().write; see
+    // the class comment for ordering. Throws PeerError (kWriteTimeout, kNetwork, or kNetwork for
+    // every call after a failed write: a partial frame leaves nothing more sendable).
+    asio::awaitable<void> write_message(uint64_t id, ByteView payload);
+    // Best effort: Disconnect with `reason` within one second (or limits().write if shorter), then
+    // close. Sends nothing before the RLPx handshake or after a failed write. Never throws.
     asio::awaitable<void> disconnect(DisconnectReason reason);
 
     // Counts every message read and written from now on: base-protocol ids in `base`, ids from
@@ -80,22 +129,32 @@ class Connection {
         eth_offset_ = eth_offset;
     }
 
-    // Encodes (and compresses) outgoing messages in `shared` instead of a buffer of its own.
-    // write_message() is done with that buffer before it first suspends, so connections driven by
-    // one thread may share one. REQUIRES: every connection sharing it runs on the same thread, and
-    // it outlives them.
-    void share_encode_buffer(Bytes* shared) noexcept { shared_encoded_ = shared; }
-
     void enable_snappy() noexcept { snappy_ = true; }
     bool snappy() const noexcept { return snappy_; }
+    const SessionLimits& limits() const noexcept { return limits_; }
     const std::optional<rlpx::PublicKey>& remote_key() const noexcept { return remote_; }
-    std::string remote_address() const;
+    // "1.2.3.4:5678", taken when the connection was made (still valid after close).
+    const std::string& remote_address() const noexcept { return address_; }
+    // Cancels the pending read and writes (they end with kNetwork); the socket stays open so a
+    // Disconnect can still be sent.
+    void cancel() noexcept;
     void close() noexcept;
-    tcp::socket& socket() noexcept { return socket_; }
+    bool is_open() const noexcept { return socket_.is_open(); }
+    asio::any_io_executor executor() noexcept { return socket_.get_executor(); }
+    // Bytes this connection holds in its own buffers now (read side, own write buffers, queued
+    // frames): for memory tests and benchmarks.
+    size_t buffered_bytes() const noexcept;
 
   private:
-    asio::awaitable<void> read_exact(std::span<uint8_t> out, Clock::time_point deadline);
+    // Fills `out` from the read-ahead buffer and the socket; false if `deadline` passed first.
+    asio::awaitable<bool> read_exact(std::span<uint8_t> out, Clock::time_point deadline);
+    // Waits until the socket has bytes to read; false if `deadline` passed first.
+    asio::awaitable<bool> wait_readable(Clock::time_point deadline);
     asio::awaitable<void> write_all(ByteView data, Clock::time_point deadline);
+    asio::awaitable<void> write_frame(uint64_t id, ByteView payload, Clock::duration timeout);
+    [[noreturn]] void fail_write(PeerErrorKind kind, const std::string& what);
+    void wake_writers() noexcept;
+    size_t take_buffered(std::span<uint8_t> out) noexcept;
     void count(bool ingress, uint64_t id, size_t wire_bytes) const noexcept;
     // Feeds the peer's auth or ack to `hs` until it has the whole packet.
     asio::awaitable<void> read_handshake(rlpx::Handshake& hs, Clock::time_point deadline);
@@ -103,20 +162,37 @@ class Connection {
     void start_framing(rlpx::Handshake& hs);
 
     tcp::socket socket_;
-    asio::steady_timer timer_;
+    SessionLimits limits_;
+    std::string address_;
+    asio::steady_timer read_timer_;
+    asio::steady_timer write_timer_;
+    // Never expires; cancel() on it wakes the writers queued behind the one writing.
+    asio::steady_timer written_;
     std::optional<rlpx::FrameCodec> codec_;
     std::optional<rlpx::PublicKey> remote_;
     bool snappy_{false};
-    bool broken_{false};  // a write failed part-way: the byte stream cannot carry another frame
     const MessageMeters* base_meters_{nullptr};
     const MessageMeters* eth_meters_{nullptr};
     uint64_t eth_offset_{0};
-    // Per-connection buffers, reused for every message.
+
+    // Read side. Small reads (frame headers, requests) go through the read-ahead buffer, so a frame
+    // header and a small body usually take one recv.
+    std::array<uint8_t, 256> ahead_{};
+    size_t ahead_begin_{0};
+    size_t ahead_end_{0};
     Bytes frame_;    // encrypted body as read, decrypted in place
     Bytes message_;  // decompressed payload
-    Bytes encoded_;  // id + (compressed) payload being written, unless shared_encoded_ is set
-    Bytes* shared_encoded_{nullptr};
-    Bytes wire_;  // encrypted frame being written
+
+    // Write side.
+    std::unique_ptr<WriteBuffers> own_buffers_;
+    WriteBuffers* buffers_;
+    bool writing_{false};
+    bool broken_{false};  // a write failed part-way: the byte stream cannot carry another frame
+    PeerErrorKind write_error_kind_{PeerErrorKind::kNetwork};
+    std::string write_error_;
+    uint64_t encrypted_seq_{0};                     // frames encrypted so far
+    uint64_t written_seq_{0};                       // frames fully written so far
+    std::deque<std::pair<uint64_t, Bytes>> queue_;  // encrypted, waiting behind the writer
 };
 
 }  // namespace headerd::p2p

@@ -100,10 +100,14 @@ std::string_view reason_label(DisconnectReason r) noexcept {
 
 NetMetrics::NetMetrics(metrics::Families& f)
     : base_(make_meters(f, "p2p", kBaseProtocolVersion, kBaseCodes, [](uint64_t, uint64_t) { return true; })),
-      eth68_(make_meters(f, "eth", eth::kEth68, eth::message_space(eth::kEth68), &eth::is_message_of)),
-      eth69_(make_meters(f, "eth", eth::kEth69, eth::message_space(eth::kEth69), &eth::is_message_of)),
-      tracker68_(make_tracker(f, eth::kEth68)),
-      tracker69_(make_tracker(f, eth::kEth69)) {
+      eth_{},
+      tracker_{} {
+    for (size_t i = 0; i < kEthVersions; ++i) {
+        const uint64_t version = kFirstEthVersion + i;
+        if (eth::message_space(version) == 0) continue;  // not a version headerd speaks
+        eth_[i] = make_meters(f, "eth", version, eth::message_space(version), &eth::is_message_of);
+        tracker_[i] = make_tracker(f, version);
+    }
     peers_[static_cast<size_t>(Direction::kInbound)] = &f.peers.Add({{"direction", "inbound"}});
     peers_[static_cast<size_t>(Direction::kOutbound)] = &f.peers.Add({{"direction", "outbound"}});
     for (DisconnectReason r : kReasons) {
@@ -127,15 +131,14 @@ NetMetrics::NetMetrics(metrics::Families& f)
 }
 
 const MessageMeters* NetMetrics::eth(uint64_t version) const noexcept {
-    if (version == eth::kEth68) return &eth68_;
-    if (version == eth::kEth69) return &eth69_;
-    return nullptr;
+    if (version < kFirstEthVersion || version - kFirstEthVersion >= kEthVersions) return nullptr;
+    if (eth::message_space(version) == 0) return nullptr;
+    return &eth_[version - kFirstEthVersion];
 }
 
 const tracker::TrackerMetrics& NetMetrics::tracker_metrics(uint64_t version) const noexcept {
-    if (version == eth::kEth68) return tracker68_;
-    if (version == eth::kEth69) return tracker69_;
-    return no_tracker_;
+    if (eth(version) == nullptr) return no_tracker_;
+    return tracker_[version - kFirstEthVersion];
 }
 
 prometheus::Counter& NetMetrics::handshake_error(DisconnectReason r) const noexcept {

@@ -21,8 +21,11 @@
 
 namespace headerd::p2p {
 
-// Relative message codes a protocol may use (eth/69 uses 0x00..0x11, p2p 0x00..0x03).
+// Relative message codes a protocol may use (eth/72 uses 0x00..0x15, p2p 0x00..0x03).
 inline constexpr size_t kMaxMessageCodes = 32;
+// The eth versions with meters: 68 and the next ones, as far as headerd offers them.
+inline constexpr uint64_t kFirstEthVersion = 68;
+inline constexpr size_t kEthVersions = 5;
 
 struct MessageMeters {
     std::array<prometheus::Counter*, kMaxMessageCodes> ingress_bytes{};
@@ -65,10 +68,9 @@ class NetMetrics final : public db::ReadObserver {
 
   private:
     MessageMeters base_;
-    MessageMeters eth68_;
-    MessageMeters eth69_;
-    tracker::TrackerMetrics tracker68_;
-    tracker::TrackerMetrics tracker69_;
+    // Indexed by eth version - kFirstEthVersion, for every version headerd offers.
+    std::array<MessageMeters, kEthVersions> eth_;
+    std::array<tracker::TrackerMetrics, kEthVersions> tracker_;
     tracker::TrackerMetrics no_tracker_;
     std::array<prometheus::Gauge*, 2> peers_{};
     // Indexed by DisconnectReason code (0x00..0x10); null where devp2p defines no reason.

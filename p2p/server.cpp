@@ -4,21 +4,18 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include "core/hex.hpp"
+#include "p2p/eth/messages.hpp"
+#include "p2p/eth/status.hpp"
 #include "p2p/peer.hpp"
+#include "p2p/server_session.hpp"
 
 namespace headerd::p2p {
 namespace {
 
-// Endings that mean the peer broke the protocol (as opposed to leaving, timing out or being refused
-// for capacity).
-bool misbehaved(DisconnectReason r) noexcept {
-    return r == DisconnectReason::kProtocolBreach || r == DisconnectReason::kSubprotocolError ||
-           r == DisconnectReason::kInvalidIdentity || r == DisconnectReason::kUnexpectedIdentity;
-}
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
 // "1.2.3.4:5678" -> "1.2.3.4": a reconnecting peer gets a new port but is the same source.
 std::string conn_host(const std::string& address) {
@@ -26,10 +23,51 @@ std::string conn_host(const std::string& address) {
     return colon == std::string::npos ? address : address.substr(0, colon);
 }
 
+// A coroutine that ended by an exception other than PeerError is a bug: say so loudly.
+auto log_exceptions(const char* what) {
+    return [what](std::exception_ptr e) {
+        if (!e) return;
+        try {
+            std::rethrow_exception(e);
+        } catch (const std::exception& ex) {
+            spdlog::error("{} failed                       err=\"{}\"", what, ex.what());
+        }
+    };
+}
+
+void count_handshake_failure(const NetMetrics* metrics, const PeerError& e) {
+    if (metrics == nullptr) return;
+    switch (e.kind()) {
+        case PeerErrorKind::kHandshakeTimeout:
+        case PeerErrorKind::kFrameTimeout:
+            metrics->handshake_error(HandshakeFailure::kTimeout).Increment();
+            break;
+        default:
+            metrics->handshake_error(e.reason()).Increment();
+    }
+}
+
 }  // namespace
 
-Server::Server(asio::io_context& io, const db::ChainDb& db, const rlpx::PrivateKey& key, ServerOptions options)
-    : io_(io), db_(db), key_(key), options_(std::move(options)), headers_(db), acceptor_(io) {}
+struct Server::Session {
+    std::shared_ptr<Connection> conn;
+    std::optional<EthLink> link;  // set once Hello and Status are done
+};
+
+Server::Server(asio::io_context& control, WorkerPool& workers, const db::ChainDb& db, const rlpx::PrivateKey& key,
+               ServerOptions options)
+    : control_(control),
+      workers_(workers),
+      db_(db),
+      key_(key),
+      options_(std::move(options)),
+      headers_(db),
+      admission_(options_.max_peers, options_.max_pending, key.public_key().bytes()),
+      acceptor_(control),
+      accept_wake_(control, Clock::time_point::max()),
+      per_worker_(workers.size()) {
+    admission_.on_slot_free([this] { asio::post(control_, [this] { accept_wake_.cancel(); }); });
+}
 
 Server::~Server() = default;
 
@@ -49,31 +87,60 @@ tcp::endpoint Server::local_endpoint() const {
     return acceptor_.local_endpoint(ec);
 }
 
-void Server::start() {
-    asio::co_spawn(io_, accept_loop(), [](std::exception_ptr e) {
-        if (!e) return;
-        try {
-            std::rethrow_exception(e);
-        } catch (const std::exception& ex) {
-            spdlog::error("Accept loop failed                       err=\"{}\"", ex.what());
-        }
-    });
-}
+void Server::start() { asio::co_spawn(control_, accept_loop(), log_exceptions("Accept loop")); }
 
 void Server::stop() {
-    if (stopping_) return;
-    stopping_ = true;
-    boost::system::error_code ec;
-    acceptor_.close(ec);
+    if (stopping_.exchange(true)) return;
+    asio::post(control_, [this] {
+        boost::system::error_code ec;
+        acceptor_.close(ec);
+        accept_wake_.cancel();
+    });
     // Wakes every session from its read; each then says "client quitting" and closes.
-    for (const auto& conn : connections_) conn->socket().cancel(ec);
+    for (size_t i = 0; i < workers_.size(); ++i) {
+        asio::post(workers_[i].io(), [this, i] {
+            for (auto& [conn, session] : per_worker_[i].live) conn->cancel();
+        });
+    }
+}
+
+void Server::announce(const db::Head& head) {
+    for (size_t i = 0; i < workers_.size(); ++i) {
+        Worker& worker = workers_[i];
+        asio::post(worker.io(), [this, &worker, head] {
+            Bytes payload;
+            eth::make_block_range_update(head).encode(payload);
+            for (auto& [conn, session] : per_worker_[worker.index()].live) {
+                if (!session->link || session->link->version < eth::kEth69) continue;
+                const uint64_t id = session->link->offset + static_cast<uint64_t>(eth::MessageId::kBlockRangeUpdate);
+                // Written beside whatever the session is writing; a failure ends the session through
+                // its own reader, so it is not reported here.
+                asio::co_spawn(
+                    worker.io(),
+                    [](std::shared_ptr<Session> s, uint64_t msg_id, Bytes msg) -> asio::awaitable<void> {
+                        try {
+                            co_await s->conn->write_message(msg_id, msg);
+                        } catch (const PeerError&) {
+                        }
+                    }(session, id, payload),
+                    log_exceptions("BlockRangeUpdate"));
+            }
+        });
+    }
 }
 
 asio::awaitable<void> Server::accept_loop() {
     Clock::time_point last_accept_warning{};
     while (!stopping_) {
-        auto [ec, socket] = co_await acceptor_.async_accept(asio::as_tuple(asio::use_awaitable));
+        if (!admission_.try_begin_handshake()) {
+            // At the cap of pending handshakes: let the backlog hold new connections until one ends.
+            co_await accept_wake_.async_wait(kTuple);
+            continue;
+        }
+        Worker& worker = workers_.next();
+        auto [ec, socket] = co_await acceptor_.async_accept(worker.io(), kTuple);
         if (ec) {
+            admission_.end_handshake();
             if (stopping_ || ec == asio::error::operation_aborted) break;
             // Typically out of file descriptors: back off instead of spinning, and say so at most
             // once every 10 s so a connection flood cannot flood the log too.
@@ -82,108 +149,104 @@ asio::awaitable<void> Server::accept_loop() {
                 spdlog::warn("Accept failed, backing off              err=\"{}\"", ec.message());
                 last_accept_warning = now;
             }
-            asio::steady_timer backoff(io_, std::chrono::milliseconds(100));
-            co_await backoff.async_wait(asio::as_tuple(asio::use_awaitable));
+            asio::steady_timer backoff(control_, options_.accept_backoff);
+            co_await backoff.async_wait(kTuple);
             continue;
         }
-        if (pending_ >= options_.max_pending) {
-            boost::system::error_code ignored;
-            socket.close(ignored);  // no frames before the handshake: nothing else to say
-            continue;
-        }
-        auto conn = std::make_shared<Connection>(std::move(socket));
-        conn->share_encode_buffer(&encode_buffer_);
-        connections_.insert(conn);
-        asio::co_spawn(io_, run_session(conn), [this, conn](std::exception_ptr e) {
-            connections_.erase(conn);
-            if (!e) return;
-            try {
-                std::rethrow_exception(e);
-            } catch (const std::exception& ex) {
-                spdlog::error("Peer session failed                      peer={} err=\"{}\"", conn->remote_address(),
-                              ex.what());
-            }
-        });
+        spawn(worker, std::move(socket));
     }
 }
 
-asio::awaitable<void> Server::run_session(std::shared_ptr<Connection> conn) {
-    const std::string address = conn->remote_address();
-    bool established = false;
-    bool serving = false;
-    const NetMetrics* metrics = options_.metrics;
-    DisconnectReason reason = DisconnectReason::kRequested;
-    bool say_goodbye = false;
-    std::string why;
-    ++pending_;
+void Server::spawn(Worker& worker, tcp::socket socket) {
+    sessions_.fetch_add(1, std::memory_order_relaxed);
+    asio::co_spawn(worker.io(), start_session(worker, std::move(socket)), [this](std::exception_ptr e) {
+        sessions_.fetch_sub(1, std::memory_order_relaxed);
+        log_exceptions("Peer session")(e);
+    });
+}
+
+asio::awaitable<void> Server::start_session(Worker& worker, tcp::socket socket) {
+    // Built here, on the worker's thread, which owns the write buffers the connection shares.
+    auto session = std::make_shared<Session>();
+    session->conn = std::make_shared<Connection>(std::move(socket), options_.limits, &worker.write_buffers());
+    co_await run_session(worker, std::move(session));
+}
+
+asio::awaitable<void> Server::serve_session(Worker& worker, Session& session, bool& serving) {
+    Connection& conn = *session.conn;
+    const auto deadline = Clock::now() + options_.limits.handshake;
     try {
-        try {
-            co_await conn->accept_handshake(key_, kHandshakeTimeout);
-        } catch (...) {
-            --pending_;
-            throw;
-        }
-        --pending_;
-        const auto& remote = conn->remote_key()->bytes();
-        if (remote == key_.public_key().bytes()) {
-            throw PeerError(DisconnectReason::kConnectedToSelf, "connected to self");
-        }
-        if (peer_ids_.count(remote) != 0) {
-            throw PeerError(DisconnectReason::kAlreadyConnected, "already connected to this node id");
-        }
-        if (established_ >= options_.max_peers) throw PeerError(DisconnectReason::kTooManyPeers, "too many peers");
-        ++established_;
-        established = true;
-        peer_ids_.insert(remote);
-        LocalNode local{&key_, options_.client_id, db_.config(), *db_.head(), metrics};
-        EthLink link = co_await establish(*conn, local);
-        spdlog::debug("Peer connected                           peer={} client=\"{}\" eth={}", address, link.client_id,
-                      link.version);
+        co_await conn.accept_handshake(key_, deadline);
+    } catch (...) {
+        admission_.end_handshake();
+        throw;
+    }
+    admission_.end_handshake();
+    switch (admission_.admit(conn.remote_key()->bytes())) {
+        case PeerAdmission::Verdict::kSelf:
+            throw PeerError(PeerErrorKind::kConnectedToSelf, "connected to self");
+        case PeerAdmission::Verdict::kDuplicate:
+            throw PeerError(PeerErrorKind::kAlreadyConnected, "already connected to this node id");
+        case PeerAdmission::Verdict::kFull:
+            throw PeerError(PeerErrorKind::kTooManyPeers, "too many peers");
+        case PeerAdmission::Verdict::kAdmitted:
+            break;
+    }
+    const NetMetrics* metrics = options_.metrics;
+    try {
+        LocalNode local{&key_, options_.client_id, db_.config(), *db_.head(), metrics, options_.offers};
+        session.link = co_await establish(conn, local, deadline);
+        spdlog::debug("Peer connected                           peer={} client=\"{}\" eth={} worker={}",
+                      conn.remote_address(), session.link->client_id, session.link->version, worker.index());
         serving = true;
         if (metrics != nullptr) metrics->peers(Direction::kInbound).Increment();
-        co_await serve_peer(*conn, link, ServeContext{headers_, metrics, limiter_, serve_scratch_, serve_reply_});
-    } catch (const PeerTimeout& e) {
-        reason = e.reason();
-        say_goodbye = e.can_send();
-        why = e.what();
-        if (metrics != nullptr && !serving) metrics->handshake_error(HandshakeFailure::kTimeout).Increment();
-    } catch (const PeerError& e) {
-        reason = e.reason();
-        say_goodbye = e.can_send();
-        why = e.what();
-        if (metrics != nullptr && !serving) metrics->handshake_error(reason).Increment();
-    } catch (const std::exception& e) {
-        reason = DisconnectReason::kProtocolBreach;
-        say_goodbye = true;
-        why = e.what();
-        if (metrics != nullptr && !serving) metrics->handshake_error(HandshakeFailure::kNetwork).Increment();
+        co_await serve_peer(conn, *session.link, ServeContext{headers_, metrics, worker});
+    } catch (...) {
+        admission_.release(conn.remote_key()->bytes());
+        throw;
     }
-    if (metrics != nullptr && serving) metrics->peers(Direction::kInbound).Decrement();
+}
+
+asio::awaitable<void> Server::run_session(Worker& worker, std::shared_ptr<Session> session) {
+    Connection& conn = *session->conn;
+    auto& live = per_worker_[worker.index()].live;
+    live.emplace(&conn, session);
+    const NetMetrics* metrics = options_.metrics;
+    bool serving = false;
+    PeerError ended(PeerErrorKind::kQuitting, "server stopping");
     if (stopping_) {
-        reason = DisconnectReason::kQuitting;
-        say_goodbye = true;
+        admission_.end_handshake();
+    } else {
+        try {
+            co_await serve_session(worker, *session, serving);
+        } catch (const PeerError& e) {
+            ended = e;
+        }
     }
-    if (established) {
-        --established_;
-        peer_ids_.erase(conn->remote_key()->bytes());
-    }
+    // serve_peer only ends by a PeerError; reaching here without one means nothing was served.
+    if (!serving) count_handshake_failure(metrics, ended);
+    if (metrics != nullptr && serving) metrics->peers(Direction::kInbound).Decrement();
+    const bool quitting = stopping_.load();
+    const DisconnectReason reason = quitting ? DisconnectReason::kQuitting : ended.reason();
     // Ordinary endings are logged at debug level. Misbehaviour is a warning an operator should see,
     // rate-limited per peer address so that no peer (nor a crowd of them) can flood the log.
-    if (misbehaved(reason) && !stopping_) {
-        const std::string host = conn_host(address);
-        if (auto v = limiter_.allow(host, Clock::now())) {
+    const std::string& address = conn.remote_address();
+    if (is_misbehaviour(ended.kind()) && !quitting) {
+        if (auto v = worker.limiter().allow(conn_host(address), Clock::now())) {
             spdlog::warn("Peer misbehaved, disconnected            peer={} reason=\"{}\" err=\"{}\" suppressed={}",
-                         address, to_string(reason), why, v.suppressed);
+                         address, to_string(reason), ended.what(), v.suppressed);
         }
     } else {
         spdlog::debug("Peer disconnected                        peer={} reason=\"{}\" err=\"{}\"", address,
-                      to_string(reason), why);
+                      to_string(reason), ended.what());
     }
-    if (say_goodbye) {
-        co_await conn->disconnect(reason);
+    const bool peer_gone = ended.kind() == PeerErrorKind::kRemoteDisconnect || ended.kind() == PeerErrorKind::kNetwork;
+    if (quitting || !peer_gone) {
+        co_await conn.disconnect(reason);
     } else {
-        conn->close();
+        conn.close();
     }
+    live.erase(&conn);
 }
 
 }  // namespace headerd::p2p

@@ -1,37 +1,52 @@
 #pragma once
 
-// The listening side of headerd: accepts TCP connections, runs one coroutine per peer (RLPx
-// handshake, Hello, Status, then serving), caps the number of peers, and shuts down gracefully.
+// The listening side of headerd: accepts TCP connections on a control thread, hands each to the
+// next worker of a WorkerPool, and runs one coroutine per peer there (RLPx handshake, Hello,
+// Status, then serving). Admission (pending handshakes, peers, node ids) is one thread-safe
+// PeerAdmission. Shuts down gracefully: every peer of every worker is told "client quitting".
 //
-// Thread-safety: all members run on the one io_context thread that drives the server.
+// Threads: listen(), start() and the acceptor run on the `control` io_context; sessions on the
+// workers. stop(), peers() and announce() may be called from any thread.
+// Lifetime: the Server must outlive the control io_context's run() and the workers' (stop, let
+// control run out, then WorkerPool::release() and join(), then destroy the Server).
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
-#include <set>
+#include <span>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
+#include <vector>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "core/result.hpp"
 #include "db/chain_db.hpp"
+#include "p2p/admission.hpp"
 #include "p2p/connection.hpp"
 #include "p2p/eth/serve.hpp"
-#include "p2p/log_limiter.hpp"
 #include "p2p/net_metrics.hpp"
 #include "p2p/rlpx/secp256k1.hpp"
+#include "p2p/worker.hpp"
 
 namespace headerd::p2p {
 
 struct ServerOptions {
     tcp::endpoint listen{asio::ip::make_address("127.0.0.1"), 30303};
-    // Peers past the handshake; one more gets Disconnect "too many peers".
+    // Peers past the RLPx handshake; one more gets Disconnect "too many peers".
     size_t max_peers{50};
-    // Connections still in the RLPx handshake (each ends within 5 s); more are closed at once.
+    // Connections in the RLPx handshake at once. At the cap the acceptor waits: new connections
+    // queue in the kernel's listen backlog and are taken as handshakes finish.
     size_t max_pending{256};
     std::string client_id{"headerd/v0.1.0"};
+    SessionLimits limits;
+    // What our Hello offers (tests narrow it to one version).
+    std::span<const ProtocolOffer> offers{kEthOffers};
+    // Wait after a failed accept (typically out of file descriptors) before trying again.
+    Clock::duration accept_backoff{std::chrono::milliseconds(100)};
     // Where sessions count messages, peers, handshake errors and service times; nullptr: metrics off.
     // REQUIRES: outlives the server.
     const NetMetrics* metrics{nullptr};
@@ -39,8 +54,9 @@ struct ServerOptions {
 
 class Server {
   public:
-    // REQUIRES: db holds a chain (a config and a head).
-    Server(asio::io_context& io, const db::ChainDb& db, const rlpx::PrivateKey& key, ServerOptions options);
+    // REQUIRES: db holds a chain (a config and a head); db, key and the pool outlive the server.
+    Server(asio::io_context& control, WorkerPool& workers, const db::ChainDb& db, const rlpx::PrivateKey& key,
+           ServerOptions options);
     ~Server();
 
     // Binds and listens; the error names the address.
@@ -48,33 +64,42 @@ class Server {
     tcp::endpoint local_endpoint() const;
     // Starts accepting (after listen()).
     void start();
-    // Stops accepting and disconnects every peer with "client quitting"; the io_context runs out of
-    // work once they are gone.
+    // Stops accepting and disconnects every peer with "client quitting"; the control context and
+    // the workers run out of work once they are gone. Any thread; idempotent.
     void stop();
+    // Sends BlockRangeUpdate for `head` to every eth/69+ peer: the head moved. Any thread.
+    void announce(const db::Head& head);
 
-    size_t peers() const noexcept { return established_; }
+    size_t peers() const noexcept { return admission_.peers(); }
+    size_t pending_handshakes() const noexcept { return admission_.pending(); }
+    // Sessions still running (handshaking or serving), any thread.
+    size_t sessions() const noexcept { return sessions_.load(std::memory_order_relaxed); }
 
   private:
-    asio::awaitable<void> accept_loop();
-    asio::awaitable<void> run_session(std::shared_ptr<Connection> conn);
+    struct Session;
+    // What one worker's sessions share; touched only on that worker's thread.
+    struct WorkerSessions {
+        std::unordered_map<Connection*, std::shared_ptr<Session>> live;
+    };
 
-    asio::io_context& io_;
+    asio::awaitable<void> accept_loop();
+    asio::awaitable<void> start_session(Worker& worker, tcp::socket socket);
+    asio::awaitable<void> run_session(Worker& worker, std::shared_ptr<Session> session);
+    asio::awaitable<void> serve_session(Worker& worker, Session& session, bool& serving);
+    void spawn(Worker& worker, tcp::socket socket);
+
+    asio::io_context& control_;
+    WorkerPool& workers_;
     const db::ChainDb& db_;
     const rlpx::PrivateKey& key_;
     ServerOptions options_;
     eth::HeaderServer headers_;
-    // Peer-caused warnings: at most one per peer address per 10 s, 10 a second overall.
-    LogLimiter limiter_;
-    // Reply-building buffers shared by every session (ServeContext): sessions run on one thread.
-    ItemBuffer serve_scratch_;
-    Bytes serve_reply_;
-    Bytes encode_buffer_;
+    PeerAdmission admission_;
     tcp::acceptor acceptor_;
-    std::unordered_set<std::shared_ptr<Connection>> connections_;
-    std::set<std::array<uint8_t, 64>> peer_ids_;  // established peers, to refuse a second connection
-    size_t established_{0};
-    size_t pending_{0};
-    bool stopping_{false};
+    asio::steady_timer accept_wake_;  // never expires; cancelled when a handshake slot frees
+    std::vector<WorkerSessions> per_worker_;
+    std::atomic<bool> stopping_{false};
+    std::atomic<size_t> sessions_{0};
 };
 
 }  // namespace headerd::p2p

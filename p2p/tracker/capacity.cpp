@@ -54,6 +54,24 @@ Capacity::Duration Capacity::rtt() const noexcept {
     return std::chrono::round<Duration>(std::chrono::duration<double>(rtt_seconds_));
 }
 
+namespace {
+
+Capacity::Duration clamped_roundtrip(Capacity::Duration rtt) noexcept {
+    return std::clamp(rtt, kRttMinEstimate, kRttMaxEstimate);
+}
+
+}  // namespace
+
+Capacity::Duration Capacity::target_rtt() const noexcept {
+    return std::chrono::round<Duration>(clamped_roundtrip(rtt()) * kRttPushdown);
+}
+
+Capacity::Duration Capacity::target_timeout(double confidence, Duration ttl_limit) const noexcept {
+    const auto timeout =
+        std::chrono::round<Duration>(clamped_roundtrip(rtt()) * kTtlScaling / std::max(confidence, kMinConfidence));
+    return std::min(timeout, ttl_limit);
+}
+
 uint64_t Capacity::target_items(uint64_t kind, Duration target_rtt, uint64_t max_items) const noexcept {
     if (max_items == 0) return 0;
     const double seconds = std::chrono::duration<double>(std::max(target_rtt, Duration::zero())).count();

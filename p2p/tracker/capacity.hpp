@@ -9,7 +9,7 @@
 // Sans-I/O like Tracker: durations come from the caller (Tracker::fulfil's RTT). Feed it only
 // responses whose body decoded and verified, so a peer cannot inflate its estimate with junk.
 //
-// Thread safety: none; one estimator per peer session, used from its strand.
+// Thread safety: none; one estimator per peer session, used only on the thread running it.
 
 #include <array>
 #include <chrono>
@@ -46,6 +46,21 @@ inline constexpr double kDefaultItemsPerSecond = 100.0;
 // anything (geth clamps its RTT targets to at least 2 s too).
 inline constexpr std::chrono::steady_clock::duration kDefaultRtt = std::chrono::seconds(2);
 
+// geth's msgrate rules for sizing requests and their timeouts from the measured RTT. The round trip
+// used is the smoothed RTT clamped to [kRttMinEstimate, kRttMaxEstimate]: every request costs two
+// latencies plus serving time, so aiming below 2 s gives a peer no room for real work, and above
+// 20 s stalls a pipeline (satellite links have ~3 s). Requests are sized for kRttPushdown of it:
+// several RTTs are valid for a given rate, and the smaller one gives smaller, steadier replies.
+inline constexpr std::chrono::steady_clock::duration kRttMinEstimate = std::chrono::seconds(2);
+inline constexpr std::chrono::steady_clock::duration kRttMaxEstimate = std::chrono::seconds(20);
+inline constexpr double kRttPushdown = 0.9;
+// A request's timeout is kTtlScaling round trips over the confidence in the estimate (at least
+// kMinConfidence), at most kTtlLimit: slack for a peer's load to vary, and a cap for when
+// everything is slow.
+inline constexpr double kTtlScaling = 3.0;
+inline constexpr double kMinConfidence = 0.1;
+inline constexpr std::chrono::steady_clock::duration kTtlLimit = std::chrono::minutes(1);
+
 struct CapacityConfig {
     // A caller with other peers may start from their mean, as geth does. Clamped to the bounds.
     double initial_items_per_second{kDefaultItemsPerSecond};
@@ -70,6 +85,14 @@ class Capacity {
 
     double items_per_second(uint64_t kind) const noexcept;
     Duration rtt() const noexcept;
+
+    // The round trip to size the next request for: rtt() clamped to [kRttMinEstimate,
+    // kRttMaxEstimate], times kRttPushdown (geth's TargetRoundTrip for one peer).
+    Duration target_rtt() const noexcept;
+    // The timeout for the next request: kTtlScaling x the clamped rtt() / max(confidence,
+    // kMinConfidence), at most ttl_limit (geth's TargetTimeout). A caller tracking several peers
+    // passes its confidence in their median; one peer alone is 1.
+    Duration target_timeout(double confidence = 1.0, Duration ttl_limit = kTtlLimit) const noexcept;
 
     // Items to ask in the next `kind` request so the reply takes about `target_rtt`:
     // ceil(items_per_second * target_rtt * kOverestimation), clamped to [1, max_items]; 0 only when

@@ -53,6 +53,11 @@ Tracker::~Tracker() { clear(); }
 
 Result<void> Tracker::track(uint64_t request_id, uint64_t request_code, uint64_t response_code, uint64_t max_items,
                             TimePoint now) {
+    return track(request_id, request_code, response_code, max_items, now, config_.timeout);
+}
+
+Result<void> Tracker::track(uint64_t request_id, uint64_t request_code, uint64_t response_code, uint64_t max_items,
+                            TimePoint now, Duration timeout) {
     if (index_.size() >= config_.cap) [[unlikely]] {
         increment(metrics_.rejected_cap);
         return make_error_code(TrackerError::kCapReached);
@@ -78,14 +83,24 @@ Result<void> Tracker::track(uint64_t request_id, uint64_t request_code, uint64_t
     s.response_code = response_code;
     s.max_items = max_items;
     s.sent_at = now;
-    s.prev = tail_;
-    s.next = kNil;
-    if (tail_ != kNil) {
-        slots_[tail_].next = i;
+    s.deadline = now + std::max(timeout, Duration::zero());
+    // Keep the list in deadline order. With one timeout for every request that is insertion order
+    // and this loop does not run; a shorter timeout walks back only past the requests that expire
+    // later than this one.
+    uint32_t after = tail_;
+    while (after != kNil && slots_[after].deadline > s.deadline) after = slots_[after].prev;
+    s.prev = after;
+    s.next = after != kNil ? slots_[after].next : head_;
+    if (s.next != kNil) {
+        slots_[s.next].prev = i;
+    } else {
+        tail_ = i;
+    }
+    if (after != kNil) {
+        slots_[after].next = i;
     } else {
         head_ = i;
     }
-    tail_ = i;
 
     if (request_code < kMaxCodes) {
         ++pending_by_code_[request_code];
@@ -139,7 +154,7 @@ Result<Duration> Tracker::fulfil(uint64_t request_id, uint64_t response_code, ui
     }
     const uint32_t i = it->second;
     const Slot& s = slots_[i];
-    if (s.sent_at + config_.timeout <= now) [[unlikely]] {
+    if (s.deadline <= now) [[unlikely]] {
         // Past its deadline: exactly what expire() would have done had the timer fired first.
         remove(i);
         increment(metrics_.lost);
@@ -163,7 +178,7 @@ Result<Duration> Tracker::fulfil(uint64_t request_id, uint64_t response_code, ui
 template <class OnLost>
 size_t Tracker::expire_impl(TimePoint now, OnLost on_lost) {
     size_t n = 0;
-    while (head_ != kNil && slots_[head_].sent_at + config_.timeout <= now) {
+    while (head_ != kNil && slots_[head_].deadline <= now) {
         on_lost(slots_[head_].request_id);  // first: if it throws, the request is still pending
         remove(head_);
         increment(metrics_.lost);
@@ -182,7 +197,7 @@ size_t Tracker::expire(TimePoint now, std::vector<uint64_t>& lost_ids) {
 
 std::optional<TimePoint> Tracker::next_deadline() const noexcept {
     if (head_ == kNil) return std::nullopt;
-    return slots_[head_].sent_at + config_.timeout;
+    return slots_[head_].deadline;
 }
 
 void Tracker::clear() noexcept {

@@ -13,9 +13,9 @@
 //   clear()   when the peer stops.
 //
 // The caller runs ONE timer per tracker: after each call it reads next_deadline() and re-arms the
-// timer when the value changed (nullopt: nothing pending, cancel it). Since the timeout is the same
-// for every request, insertion order is deadline order, so the oldest request is always the next to
-// expire and expiry costs O(1) per request.
+// timer when the value changed (nullopt: nothing pending, cancel it). Pending requests are kept in
+// deadline order: with one timeout for every request that is insertion order, so expiry costs O(1)
+// per request; a request with a shorter timeout of its own is inserted before the later ones.
 //
 // Memory: at most `cap` requests are held; slots and index grow on demand up to that and are then
 // reused, so steady-state tracking does not allocate.
@@ -118,6 +118,10 @@ class Tracker {
     // the request must not be sent.
     Result<void> track(uint64_t request_id, uint64_t request_code, uint64_t response_code, uint64_t max_items,
                        TimePoint now);
+    // The same with this request's own timeout instead of the configured one (a client sizing each
+    // request's deadline from the peer's measured RTT). Expiry stays oldest-deadline first.
+    Result<void> track(uint64_t request_id, uint64_t request_code, uint64_t response_code, uint64_t max_items,
+                       TimePoint now, Duration timeout);
 
     // Matches a response (only its id and item count peeked, body not decoded yet). On success
     // removes the request, observes the RTT and returns it (now - time of track(), never
@@ -160,6 +164,7 @@ class Tracker {
         uint64_t response_code{0};
         uint64_t max_items{0};
         TimePoint sent_at{};
+        TimePoint deadline{};
         uint32_t prev{kNil};
         uint32_t next{kNil};
     };

@@ -1,0 +1,283 @@
+#include "p2p/client_session.hpp"
+
+#include <random>
+
+#include <fmt/format.h>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "core/block_header.hpp"
+
+namespace headerd::p2p {
+namespace {
+
+using namespace boost::asio::experimental::awaitable_operators;
+using eth::MessageId;
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+constexpr uint64_t kPingId = static_cast<uint64_t>(BaseMessageId::kPing);
+constexpr uint64_t kRequestCode = static_cast<uint64_t>(MessageId::kGetBlockHeaders);
+constexpr uint64_t kResponseCode = static_cast<uint64_t>(MessageId::kBlockHeaders);
+
+RequestResult failure(RequestFailure::Kind kind, std::string message) {
+    return RequestFailure{kind, std::move(message)};
+}
+
+// A TCP connection to host:port by `deadline`; PeerError kNetwork otherwise.
+asio::awaitable<tcp::socket> dial(const Enode& peer, Clock::time_point deadline) {
+    auto executor = co_await asio::this_coro::executor;
+    tcp::resolver resolver(executor);
+    auto [rec, endpoints] = co_await resolver.async_resolve(peer.host, std::to_string(peer.port), kTuple);
+    if (rec) throw PeerError(PeerErrorKind::kNetwork, fmt::format("resolve {}: {}", peer.host, rec.message()));
+    tcp::socket socket(executor);
+    asio::steady_timer timer(executor, deadline);
+    auto result = co_await (asio::async_connect(socket, endpoints, kTuple) || timer.async_wait(kTuple));
+    if (result.index() == 1) throw PeerError(PeerErrorKind::kNetwork, "connect timed out");
+    if (const auto& [ec, ep] = std::get<0>(result); ec) {
+        throw PeerError(PeerErrorKind::kNetwork, fmt::format("connect: {}", ec.message()));
+    }
+    co_return socket;
+}
+
+}  // namespace
+
+struct ClientSession::Waiter {
+    explicit Waiter(const asio::any_io_executor& executor) : wake(executor, Clock::time_point::max()) {}
+    asio::steady_timer wake;  // never expires; cancelled when `result` is set
+    std::optional<RequestResult> result;
+    Clock::duration ttl{};
+};
+
+asio::awaitable<std::shared_ptr<ClientSession>> ClientSession::connect(const Enode& peer, const LocalNode& local,
+                                                                       ClientOptions options) {
+    const auto deadline = Clock::now() + options.limits.handshake;
+    auto conn = std::make_unique<Connection>(co_await dial(peer, deadline), options.limits);
+    co_await conn->dial_handshake(*local.key, peer.key, deadline);
+    EthLink link = co_await establish(*conn, local, deadline);
+    std::shared_ptr<ClientSession> session(new ClientSession(std::move(conn), std::move(link), local, options));
+    session->start();
+    co_return session;
+}
+
+ClientSession::ClientSession(std::unique_ptr<Connection> conn, EthLink link, const LocalNode& local,
+                             ClientOptions options)
+    : conn_(std::move(conn)),
+      link_(std::move(link)),
+      options_(options),
+      tracker_(tracker::TrackerConfig{options.max_in_flight, tracker::kDefaultTimeout},
+               local.metrics != nullptr ? local.metrics->tracker_metrics(link_.version) : tracker::TrackerMetrics{}),
+      expiry_(conn_->executor()),
+      next_id_(std::random_device{}()) {}
+
+ClientSession::~ClientSession() = default;
+
+uint64_t ClientSession::target_headers(uint64_t max) const noexcept {
+    return capacity_.target_items(kRequestCode, capacity_.target_rtt(), max);
+}
+
+void ClientSession::start() {
+    // Each loop holds the session alive until it ends; neither throws (errors end the session).
+    auto executor = expiry_.get_executor();
+    asio::co_spawn(executor, read_loop(shared_from_this()), asio::detached);
+    asio::co_spawn(executor, expiry_loop(shared_from_this()), asio::detached);
+}
+
+asio::awaitable<RequestResult> ClientSession::request(eth::GetBlockHeadersRequest request,
+                                                      std::optional<Clock::duration> timeout) {
+    if (closed_) co_return failure(RequestFailure::Kind::kClosed, error_ ? error_->what() : "session closed");
+    if (waiters_.size() >= options_.max_in_flight) {
+        co_return failure(RequestFailure::Kind::kRejected,
+                          fmt::format("{} requests in flight (the session's cap)", waiters_.size()));
+    }
+    request.request_id = next_id_++;
+    const Clock::duration ttl = timeout ? *timeout : options_.request_timeout.value_or(target_timeout());
+    const auto now = Clock::now();
+    if (auto t = tracker_.track(request.request_id, kRequestCode, kResponseCode, request.amount, now, ttl); !t) {
+        co_return failure(RequestFailure::Kind::kRejected,
+                          fmt::format("request {} not sent: {}", request.request_id, t.error().message()));
+    }
+    // The expiry timer sleeps until the earliest deadline; a request that is now the earliest wakes
+    // it to re-arm.
+    if (tracker_.next_deadline() == now + ttl) expiry_.cancel();
+    Waiter waiter(expiry_.get_executor());
+    waiter.ttl = ttl;
+    waiters_.emplace(request.request_id, &waiter);
+    Bytes payload;
+    request.encode(payload);
+    try {
+        co_await conn_->write_message(link_.offset + kRequestCode, payload);
+        ++stats_.requests;
+    } catch (const PeerError& e) {
+        // The reader sees the broken connection too and ends the session.
+        if (!waiter.result) waiter.result = failure(RequestFailure::Kind::kClosed, e.what());
+    }
+    // The reply may already have arrived while the request was being written.
+    if (!waiter.result) co_await waiter.wake.async_wait(kTuple);
+    waiters_.erase(request.request_id);
+    if (!waiter.result) co_return failure(RequestFailure::Kind::kClosed, "session closed");
+    co_return std::move(*waiter.result);
+}
+
+void ClientSession::finish(Waiter& w, RequestResult result) {
+    w.result = std::move(result);
+    w.wake.cancel();
+}
+
+void ClientSession::fail_all(const std::string& why) {
+    for (auto& [id, w] : waiters_) {
+        if (!w->result) finish(*w, failure(RequestFailure::Kind::kClosed, why));
+    }
+    tracker_.clear();
+}
+
+asio::awaitable<void> ClientSession::close(DisconnectReason reason) {
+    if (closing_ || closed_) co_return;
+    closing_ = true;
+    co_await conn_->disconnect(reason);
+}
+
+asio::awaitable<void> ClientSession::read_loop(std::shared_ptr<ClientSession> /*self*/) {
+    try {
+        int silent_periods = 0;
+        for (;;) {
+            auto m = co_await conn_->read_message(Clock::now() + conn_->limits().idle);
+            if (!m) {
+                if (++silent_periods >= 2) throw PeerError(PeerErrorKind::kSilent, "peer silent for two idle periods");
+                Bytes ping;
+                encode_ping(ping);
+                co_await conn_->write_message(kPingId, ping);
+                continue;
+            }
+            silent_periods = 0;
+            if (m->id == kPingId) ++stats_.pings;
+            if (co_await handle_base(*conn_, *m)) continue;
+            co_await on_message(*m);
+        }
+    } catch (const PeerError& e) {
+        error_ = closing_ ? PeerError(PeerErrorKind::kRequested, "closed by this node") : e;
+    }
+    closed_ = true;
+    fail_all(error_->what());
+    expiry_.cancel();
+    if (!closing_) {
+        const auto kind = error_->kind();
+        if (kind == PeerErrorKind::kRemoteDisconnect || kind == PeerErrorKind::kNetwork) {
+            conn_->close();
+        } else {
+            co_await conn_->disconnect(error_->reason());
+        }
+    }
+}
+
+asio::awaitable<void> ClientSession::expiry_loop(std::shared_ptr<ClientSession> /*self*/) {
+    std::vector<uint64_t> lost;
+    while (!closed_) {
+        const auto next = tracker_.next_deadline();
+        expiry_.expires_at(next ? *next : Clock::time_point::max());
+        co_await expiry_.async_wait(kTuple);
+        if (closed_) break;
+        lost.clear();
+        tracker_.expire(Clock::now(), lost);
+        for (uint64_t id : lost) {
+            ++stats_.lost;
+            capacity_.timeout(kRequestCode);
+            if (auto it = waiters_.find(id); it != waiters_.end() && !it->second->result) {
+                const double seconds = std::chrono::duration<double>(it->second->ttl).count();
+                finish(*it->second,
+                       failure(RequestFailure::Kind::kTimeout,
+                               fmt::format("no BlockHeaders reply to request {} within {:g} s", id, seconds)));
+            }
+        }
+    }
+}
+
+asio::awaitable<void> ClientSession::on_message(const Message& m) {
+    const uint64_t code = eth_code(link_, m);
+    switch (static_cast<MessageId>(code)) {
+        case MessageId::kBlockHeaders:
+        case MessageId::kBlockBodies:
+        case MessageId::kReceipts:
+        case MessageId::kPooledTransactions:
+            on_response(code, m.payload);
+            co_return;
+        case MessageId::kGetBlockHeaders:
+        case MessageId::kGetBlockBodies:
+        case MessageId::kGetReceipts:
+        case MessageId::kGetPooledTransactions:
+            co_await answer_request(code, m.payload);
+            co_return;
+        case MessageId::kBlockRangeUpdate: {
+            auto update = eth::BlockRangeUpdate::decode(m.payload);
+            if (!update) throw_peer_error(update.error(), "BlockRangeUpdate");
+            if (auto v = update->validate(); !v) throw_peer_error(v.error(), "BlockRangeUpdate");
+            co_return;
+        }
+        case MessageId::kNewBlockHashes:
+        case MessageId::kTransactions:
+        case MessageId::kNewBlock:
+        case MessageId::kNewPooledTransactionHashes:
+            co_return;  // gossip
+        default:
+            throw PeerError(PeerErrorKind::kUnexpectedMessage, fmt::format("unexpected {}", eth::message_name(code)));
+    }
+}
+
+void ClientSession::on_response(uint64_t code, ByteView payload) {
+    // The tracker vets the response before its items are decoded.
+    auto head = eth::ResponseHead::peek(payload);
+    if (!head) throw_peer_error(head.error(), eth::message_name(code));
+    auto rtt = tracker_.fulfil(head->request_id, code, head->items, Clock::now());
+    if (!rtt) {
+        const auto what =
+            fmt::format("{} for request {} with {} items", eth::message_name(code), head->request_id, head->items);
+        if (rtt.error() == tracker::TrackerError::kStale) {
+            ++stats_.stale;
+            if (!options_.drop_on_stale) return;
+        }
+        throw_peer_error(rtt.error(), what);
+    }
+    auto it = waiters_.find(head->request_id);
+    if (it == waiters_.end()) return;  // tracked only through request(); cannot happen
+    auto reply = eth::BlockHeadersMessage::decode(payload);
+    if (!reply) throw_peer_error(reply.error(), "BlockHeaders");
+    for (ByteView h : reply->headers) {
+        if (auto d = decode_block_header(h); !d) throw_peer_error(d.error(), "BlockHeaders: invalid header");
+    }
+    capacity_.update(code, *rtt, reply->headers.size());
+    ++stats_.replies;
+    HeadersReply out;
+    out.request_id = head->request_id;
+    out.rtt = *rtt;
+    out.payload.assign(payload.begin(), payload.end());
+    // Re-point the views into our own copy of the payload.
+    out.headers.reserve(reply->headers.size());
+    for (ByteView h : reply->headers) {
+        out.headers.emplace_back(out.payload.data() + (h.data() - payload.data()), h.size());
+    }
+    finish(*it->second, std::move(out));
+}
+
+asio::awaitable<void> ClientSession::answer_request(uint64_t code, ByteView payload) {
+    // A client keeps no chain: every request gets the empty reply, which is always valid.
+    uint64_t request_id = 0;
+    if (code == kRequestCode) {
+        auto req = eth::GetBlockHeadersRequest::decode(payload);
+        if (!req) throw_peer_error(req.error(), "GetBlockHeaders");
+        request_id = req->request_id;
+    } else {
+        auto req = eth::HashListRequest::decode(payload);
+        if (!req) throw_peer_error(req.error(), eth::message_name(code));
+        request_id = req->request_id;
+    }
+    const auto reply_code =
+        code == kRequestCode ? MessageId::kBlockHeaders : *eth::empty_reply_id(static_cast<MessageId>(code));
+    Bytes reply;
+    eth::encode_empty_reply(reply, request_id);
+    ++stats_.answered;
+    co_await conn_->write_message(link_.offset + static_cast<uint64_t>(reply_code), reply);
+}
+
+}  // namespace headerd::p2p

@@ -1,0 +1,142 @@
+#pragma once
+
+// The dialing side of a devp2p session, shared by `headerd get`, the sync client and the load
+// generator: dial, RLPx handshake, Hello and Status; then request() sends GetBlockHeaders and
+// returns the reply to that request id and nothing else. Many requests may be in flight, each with
+// its own deadline. One reader loop receives every message: replies are dispatched by request id
+// through the Tracker (which refuses a reply to an unknown, expired or other id before its body is
+// decoded), Pings are answered, gossip is dropped, and requests from the peer get empty answers (a
+// client keeps no chain). One timer expires lost requests. The Capacity estimator is fed by every
+// verified reply and suggests the next request's size and timeout (geth's msgrate rules).
+//
+// Thread-safety: none. A session, its coroutines and every call run on the one thread (worker or
+// io_context) that created it.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/system/result.hpp>
+
+#include "core/bytes.hpp"
+#include "p2p/connection.hpp"
+#include "p2p/eth/messages.hpp"
+#include "p2p/node_key.hpp"
+#include "p2p/peer.hpp"
+#include "p2p/tracker/capacity.hpp"
+#include "p2p/tracker/tracker.hpp"
+
+namespace headerd::p2p {
+
+struct ClientOptions {
+    SessionLimits limits;
+    // Requests in flight at once; request() refuses more (RequestFailure::kRejected).
+    size_t max_in_flight{256};
+    // Timeout of a request whose caller names none; unset: the capacity estimate's target timeout
+    // (3 round trips, at least 6 s, at most 1 min).
+    std::optional<Clock::duration> request_timeout;
+    // A reply to an id that is not pending (never sent, answered already, or expired) is counted
+    // stale either way. true: it also ends the session, as geth does (kUnexpectedMessage); false:
+    // it is dropped, for load tools that keep talking to a slow server.
+    bool drop_on_stale{true};
+};
+
+// One verified BlockHeaders reply: every header is a well-formed header RLP list (not checked
+// against the request; callers verify numbers and links).
+struct HeadersReply {
+    uint64_t request_id{0};
+    Bytes payload;                  // the reply message as received
+    std::vector<ByteView> headers;  // views into payload
+    Clock::duration rtt{};          // from tracking the request (just before sending) to its reply
+};
+
+struct RequestFailure {
+    enum class Kind {
+        kTimeout,   // no reply by the request's deadline: counted lost, the session goes on
+        kClosed,    // the session ended (the message says why)
+        kRejected,  // not sent: in-flight cap, tracker cap
+    };
+    Kind kind{Kind::kClosed};
+    std::string message;
+};
+
+using RequestResult = boost::system::result<HeadersReply, RequestFailure>;
+
+struct ClientStats {
+    uint64_t requests{0};  // sent
+    uint64_t replies{0};   // verified and handed to their request
+    uint64_t lost{0};      // expired before a reply
+    uint64_t stale{0};     // replies to an id not pending
+    uint64_t answered{0};  // requests from the peer answered empty
+    uint64_t pings{0};     // Pings from the peer (each answered)
+};
+
+class ClientSession : public std::enable_shared_from_this<ClientSession> {
+  public:
+    // Dials `peer` (TCP, RLPx, Hello, Status) within options.limits.handshake and starts the
+    // reader. Throws PeerError (kNetwork when the TCP connection fails or times out). REQUIRES:
+    // local.key and local.config outlive the session.
+    static asio::awaitable<std::shared_ptr<ClientSession>> connect(const Enode& peer, const LocalNode& local,
+                                                                   ClientOptions options = {});
+
+    ~ClientSession();
+    ClientSession(const ClientSession&) = delete;
+    ClientSession& operator=(const ClientSession&) = delete;
+
+    // Sends `request` under a new request id (the id in `request` is ignored) and waits for its
+    // reply, its deadline (`timeout`, else options.request_timeout, else target_timeout()) or the
+    // end of the session. Never throws for the peer's behaviour: failures are values.
+    asio::awaitable<RequestResult> request(eth::GetBlockHeadersRequest request,
+                                           std::optional<Clock::duration> timeout = std::nullopt);
+
+    // Says Disconnect (default: requested) and closes; pending requests fail with kClosed.
+    asio::awaitable<void> close(DisconnectReason reason = DisconnectReason::kRequested);
+
+    const EthLink& link() const noexcept { return link_; }
+    const Connection& connection() const noexcept { return *conn_; }
+    const ClientStats& stats() const noexcept { return stats_; }
+    size_t in_flight() const noexcept { return waiters_.size(); }
+    bool closed() const noexcept { return closed_; }
+    // Why the session ended; nullopt while it runs.
+    const std::optional<PeerError>& error() const noexcept { return error_; }
+
+    const tracker::Capacity& capacity() const noexcept { return capacity_; }
+    // Headers to ask for next so the reply takes about the target round trip, at most `max`.
+    uint64_t target_headers(uint64_t max = 1024) const noexcept;
+    Clock::duration target_timeout() const noexcept { return capacity_.target_timeout(); }
+
+  private:
+    struct Waiter;
+    ClientSession(std::unique_ptr<Connection> conn, EthLink link, const LocalNode& local, ClientOptions options);
+
+    void start();
+    // `self` keeps the session alive while the loop runs.
+    asio::awaitable<void> read_loop(std::shared_ptr<ClientSession> self);
+    asio::awaitable<void> expiry_loop(std::shared_ptr<ClientSession> self);
+    asio::awaitable<void> on_message(const Message& m);
+    void on_response(uint64_t code, ByteView payload);
+    asio::awaitable<void> answer_request(uint64_t code, ByteView payload);
+    void finish(Waiter& w, RequestResult result);
+    void fail_all(const std::string& why);
+
+    std::unique_ptr<Connection> conn_;
+    EthLink link_;
+    ClientOptions options_;
+    tracker::Tracker tracker_;
+    tracker::Capacity capacity_;
+    asio::steady_timer expiry_;
+    std::unordered_map<uint64_t, Waiter*> waiters_;
+    uint64_t next_id_;
+    ClientStats stats_;
+    bool closed_{false};
+    bool closing_{false};
+    std::optional<PeerError> error_;
+};
+
+}  // namespace headerd::p2p
