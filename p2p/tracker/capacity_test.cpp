@@ -158,5 +158,67 @@ TEST(Capacity, KindsOutsideTheTableUseTheStartValue) {
     EXPECT_EQ(c.rtt(), milliseconds(100));
 }
 
+// ---- geth's target round trip and timeout (msgrate TargetRoundTrip, TargetTimeout) -------------
+
+// target_rtt = clamp(rtt, 2 s, 20 s) x 0.9; target_timeout = min(3 x clamp(rtt, 2 s, 20 s) /
+// max(confidence, 0.1), 1 min). Examples worked by hand.
+TEST(Capacity, TargetRttIsTheClampedRttPushedDown) {
+    Capacity c;
+    EXPECT_EQ(c.target_rtt(), milliseconds(1800)) << "the 2 s start value x 0.9";
+    c.update(kHeaders, milliseconds(40), 192);  // a loopback RTT: clamped up to 2 s
+    EXPECT_EQ(c.rtt(), milliseconds(40));
+    EXPECT_EQ(c.target_rtt(), milliseconds(1800));
+    c = Capacity();
+    c.update(kHeaders, seconds(5), 192);
+    EXPECT_EQ(c.target_rtt(), milliseconds(4500));
+    c.update(kHeaders, seconds(15), 192);  // 0.9 x 5 + 0.1 x 15 = 6 s
+    EXPECT_EQ(c.rtt(), seconds(6));
+    EXPECT_EQ(c.target_rtt(), milliseconds(5400));
+    c = Capacity();
+    c.update(kHeaders, seconds(20), 1);
+    EXPECT_EQ(c.target_rtt(), seconds(18)) << "exactly at the ceiling";
+    c = Capacity();
+    c.update(kHeaders, std::chrono::minutes(3), 1);  // a satellite on a bad day: clamped down to 20 s
+    EXPECT_EQ(c.target_rtt(), seconds(18));
+    // The configured start value counts until the first measurement.
+    EXPECT_EQ(Capacity({.initial_rtt = seconds(7)}).target_rtt(), milliseconds(6300));
+    EXPECT_EQ(Capacity({.initial_rtt = milliseconds(1)}).target_rtt(), milliseconds(1800));
+}
+
+TEST(Capacity, TargetTimeoutIsThreeRoundTripsOverConfidenceCappedAtAMinute) {
+    Capacity c;  // RTT 2 s until measured
+    EXPECT_EQ(c.target_timeout(), seconds(6));
+    EXPECT_EQ(c.target_timeout(0.5), seconds(12));
+    EXPECT_EQ(c.target_timeout(0.25), seconds(24));
+    // Confidence below 0.1 counts as 0.1: 3 x 2 / 0.1 = 60 s, at the cap.
+    EXPECT_EQ(c.target_timeout(0.1), seconds(60));
+    EXPECT_EQ(c.target_timeout(0.01, std::chrono::hours(1)), seconds(60));
+    EXPECT_EQ(c.target_timeout(0.0, std::chrono::hours(1)), seconds(60));
+    EXPECT_EQ(c.target_timeout(-1.0, std::chrono::hours(1)), seconds(60));
+
+    c.update(kHeaders, milliseconds(3), 192);  // loopback: still 2 s
+    EXPECT_EQ(c.target_timeout(), seconds(6));
+
+    Capacity d;
+    d.update(kHeaders, seconds(3), 192);
+    EXPECT_EQ(d.target_timeout(), seconds(9));
+    EXPECT_EQ(d.target_timeout(0.8), milliseconds(11'250));
+    EXPECT_EQ(d.target_timeout(0.05), seconds(60)) << "90 s capped";
+    EXPECT_EQ(d.target_timeout(0.05, std::chrono::hours(1)), seconds(90)) << "floor 0.1, no cap in reach";
+    EXPECT_EQ(d.target_timeout(1.0, seconds(5)), seconds(5)) << "a caller's own cap";
+    d.timeout(kHeaders);  // a lost request leaves the RTT, and so the timeout, alone
+    EXPECT_EQ(d.target_timeout(), seconds(9));
+
+    Capacity slow;
+    slow.update(kHeaders, seconds(19), 1);
+    EXPECT_EQ(slow.target_timeout(), seconds(57));
+    slow.update(kHeaders, seconds(29), 1);  // 0.9 x 19 + 0.1 x 29 = 20 s
+    EXPECT_EQ(slow.target_timeout(), seconds(60));
+    slow.update(kHeaders, std::chrono::minutes(10), 1);  // clamped to 20 s: still 60 s, never more
+    EXPECT_EQ(slow.target_timeout(), seconds(60));
+    EXPECT_EQ(slow.target_timeout(1.0, std::chrono::hours(1)), seconds(60));
+    EXPECT_EQ(slow.target_timeout(0.5, std::chrono::hours(1)), seconds(120));
+}
+
 }  // namespace
 }  // namespace headerd::tracker

@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <iterator>
+#include <map>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -517,6 +521,127 @@ TEST(Tracker, ClockGoingBackwardsGivesZeroRtt) {
     auto rtt = t.fulfil(1, kBlockHeaders, 1, t0 - seconds(1));
     ASSERT_TRUE(rtt);
     EXPECT_EQ(*rtt, Duration::zero());
+}
+
+// ---- per-request timeouts ----------------------------------------------------------------------
+
+// Requests with timeouts of their own are kept in deadline order, whatever order they were sent
+// in: a shorter timeout expires first, ties expire in send order, and next_deadline() is always
+// the earliest deadline pending.
+TEST(Tracker, PerRequestTimeoutsExpireInDeadlineOrder) {
+    Metrics m;
+    Tracker t({.cap = 100, .timeout = seconds(10)}, m.hooks());
+    ASSERT_TRUE(track_headers(t, 1, t0));  // the configured 10 s: t0 + 10
+    EXPECT_EQ(t.next_deadline(), t0 + seconds(10));
+    ASSERT_TRUE(t.track(2, kGetBlockHeaders, kBlockHeaders, 8, t0 + seconds(1), seconds(2)));  // t0 + 3
+    EXPECT_EQ(t.next_deadline(), t0 + seconds(3)) << "a later request with a shorter timeout is the earliest";
+    ASSERT_TRUE(t.track(3, kGetBlockHeaders, kBlockHeaders, 8, t0 + seconds(2), seconds(30)));  // t0 + 32
+    ASSERT_TRUE(t.track(4, kGetBlockBodies, kBlockBodies, 8, t0 + seconds(2), seconds(5)));     // t0 + 7
+    ASSERT_TRUE(t.track(5, kGetBlockHeaders, kBlockHeaders, 8, t0 + seconds(3), seconds(7)));   // t0 + 10, after 1
+    ASSERT_TRUE(t.track(6, kGetBlockHeaders, kBlockHeaders, 8, t0 + seconds(4), seconds(0)));   // t0 + 4
+    ASSERT_TRUE(t.track(7, kGetBlockHeaders, kBlockHeaders, 8, t0 + seconds(4), -seconds(1)));  // negative: t0 + 4
+    EXPECT_EQ(t.next_deadline(), t0 + seconds(3));
+    EXPECT_EQ(t.pending(), 7u);
+
+    std::vector<uint64_t> lost;
+    EXPECT_EQ(t.expire(t0 + seconds(3) - nanoseconds(1), lost), 0u);
+    EXPECT_EQ(t.expire(t0 + seconds(3), lost), 1u);
+    EXPECT_EQ(lost, std::vector<uint64_t>{2});
+    EXPECT_EQ(t.next_deadline(), t0 + seconds(4));
+    EXPECT_EQ(t.expire(t0 + seconds(4), lost), 2u);
+    EXPECT_EQ(lost, (std::vector<uint64_t>{2, 6, 7}));
+    EXPECT_EQ(t.next_deadline(), t0 + seconds(7));
+    EXPECT_EQ(m.tracked_bodies.Value(), 1);
+    // Everything else at once: deadline order, the tie (1 and 5 at t0 + 10) in send order.
+    EXPECT_EQ(t.expire(t0 + std::chrono::hours(1), lost), 4u);
+    EXPECT_EQ(lost, (std::vector<uint64_t>{2, 6, 7, 4, 1, 5, 3}));
+    EXPECT_EQ(t.next_deadline(), std::nullopt);
+    EXPECT_EQ(m.lost.Value(), 7);
+    EXPECT_EQ(m.tracked_headers.Value(), 0);
+    EXPECT_EQ(m.tracked_bodies.Value(), 0);
+}
+
+// A reply to a request past its own (short) deadline is stale and the request lost, even while
+// requests sent earlier with longer timeouts are still answered normally.
+TEST(Tracker, FulfilPastItsOwnDeadlineIsStaleAndLost) {
+    Metrics m;
+    Tracker t({.cap = 10, .timeout = seconds(10)}, m.hooks());
+    ASSERT_TRUE(track_headers(t, 1, t0));                                                      // t0 + 10
+    ASSERT_TRUE(t.track(2, kGetBlockHeaders, kBlockHeaders, 8, t0, milliseconds(500)));        // t0 + 0.5
+    ASSERT_TRUE(t.track(3, kGetBlockHeaders, kBlockHeaders, 8, t0, milliseconds(800)));        // t0 + 0.8
+    ASSERT_TRUE(t.track(4, kGetBlockHeaders, kBlockHeaders, 8, t0 + seconds(1), seconds(1)));  // t0 + 2
+
+    // Just inside its deadline: answered.
+    auto ok = t.fulfil(2, kBlockHeaders, 8, t0 + milliseconds(500) - nanoseconds(1));
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(*ok, milliseconds(500) - nanoseconds(1));
+    // At its deadline, before any timer ran expire(): stale, lost, gone.
+    auto late = t.fulfil(3, kBlockHeaders, 1, t0 + milliseconds(800));
+    ASSERT_FALSE(late);
+    EXPECT_EQ(late.error(), TrackerError::kStale);
+    EXPECT_FALSE(t.is_pending(3));
+    EXPECT_EQ(m.lost.Value(), 1);
+    EXPECT_EQ(m.stale.Value(), 1);
+    EXPECT_EQ(t.next_deadline(), t0 + seconds(2));
+    // Request 4 is past its deadline at t0 + 3 s; request 1, sent earlier, is not.
+    EXPECT_EQ(t.fulfil(4, kBlockHeaders, 1, t0 + seconds(3)).error(), TrackerError::kStale);
+    EXPECT_EQ(m.lost.Value(), 2);
+    EXPECT_EQ(m.stale.Value(), 2);
+    auto first = t.fulfil(1, kBlockHeaders, 1, t0 + seconds(3));
+    ASSERT_TRUE(first);
+    EXPECT_EQ(*first, seconds(3));
+    EXPECT_EQ(t.pending(), 0u);
+    EXPECT_EQ(t.expire(t0 + std::chrono::hours(1)), 0u) << "a request answered stale must not expire again";
+    EXPECT_EQ(m.lost.Value(), 2);
+    EXPECT_EQ(m.rtt_headers.Collect().histogram.sample_count, 2u);
+}
+
+// Against a model (a multiset ordered by deadline, then send order) under random timeouts, replies
+// and expiry: the order expire() reports and next_deadline() always match, including after
+// requests removed from the middle of the list.
+TEST(Tracker, RandomPerRequestTimeoutsMatchAModel) {
+    Tracker t({.cap = 64, .timeout = seconds(5)});
+    std::mt19937_64 rng(7);
+    // (deadline, send sequence) -> id
+    std::map<std::pair<TimePoint, uint64_t>, uint64_t> model;
+    uint64_t next_id = 1;
+    uint64_t seq = 0;
+    TimePoint now = t0;
+    std::vector<uint64_t> lost;
+    for (int step = 0; step < 20'000; ++step) {
+        now += milliseconds(rng() % 40);
+        const unsigned action = static_cast<unsigned>(rng() % 10);
+        if (action < 5 && model.size() < t.cap()) {
+            const uint64_t id = next_id++;
+            const bool own = rng() % 4 != 0;
+            const Duration timeout = own ? milliseconds(rng() % 3000) : t.timeout();
+            const auto r = own ? t.track(id, kGetBlockHeaders, kBlockHeaders, 1, now, timeout)
+                               : t.track(id, kGetBlockHeaders, kBlockHeaders, 1, now);
+            ASSERT_TRUE(r) << "step " << step;
+            model.emplace(std::pair{now + timeout, seq++}, id);
+        } else if (action < 8 && !model.empty()) {
+            // Answer a random pending request, maybe one whose deadline passed without expire().
+            auto it = model.begin();
+            std::advance(it, static_cast<long>(rng() % model.size()));
+            const bool in_time = it->first.first > now;
+            const auto r = t.fulfil(it->second, kBlockHeaders, 1, now);
+            ASSERT_EQ(static_cast<bool>(r), in_time) << "step " << step << " id " << it->second;
+            model.erase(it);
+        } else {
+            lost.clear();
+            t.expire(now, lost);
+            std::vector<uint64_t> expected;
+            while (!model.empty() && model.begin()->first.first <= now) {
+                expected.push_back(model.begin()->second);
+                model.erase(model.begin());
+            }
+            ASSERT_EQ(lost, expected) << "step " << step;
+        }
+        ASSERT_EQ(t.pending(), model.size()) << "step " << step;
+        const std::optional<TimePoint> earliest =
+            model.empty() ? std::nullopt : std::optional<TimePoint>(model.begin()->first.first);
+        ASSERT_EQ(t.next_deadline(), earliest) << "step " << step;
+    }
 }
 
 }  // namespace
