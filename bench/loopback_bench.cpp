@@ -1,7 +1,8 @@
 // loopback_bench: a devp2p client that measures a real `headerd serve` over loopback TCP. It starts
 // the server itself (so it knows its pid), reads DATADIR/enode, and connects with the p2p library
 // (p2p::ClientSession: dial, RLPx, Hello, Status, tracked requests), exactly as `headerd get` does. Figures and
-// commands: docs/performance.md ("Serving over devp2p"); scripts/bench_p2p.sh runs every mode.
+// commands: docs/performance.md ("Serving over devp2p", "Workers, memory and handshake storms");
+// scripts/bench_p2p.sh runs every mode.
 //
 //   loopback_bench --headerd PATH --datadir DIR throughput [--rows 1x1,1x8,4x8,16x8] [--duration S]
 //                  [--warmup S] [--origins all|ancient|leveldb]
@@ -9,23 +10,40 @@
 //       flight (a new request as soon as a reply arrives) for warmup + duration seconds. Counted
 //       over the last `duration` seconds: headers/s, request latency (send -> reply decoded,
 //       queueing behind the W-1 earlier requests included) p50/p99, server CPU (utime + stime of
-//       /proc/PID/stat) and this client's CPU (getrusage).
+//       /proc/PID/stat, every thread) and this client's CPU (getrusage). Each row prints the
+//       server's worker count and the 1-minute load average when the row started.
 //   loopback_bench ... requests --requests N [--rows 1x8]
 //       Exactly N requests per connection, then stop (for counting server syscalls with --wrap).
-//   loopback_bench ... idle [--peers 1000] [--handshakes 32] [--idle S]
-//       N peers complete RLPx + Hello + Status (at most --handshakes at a time, below the server's
-//       256 pending handshakes) and stay idle, answering Pings; the server's VmRSS and RssAnon
-//       (/proc/PID/status) before, with N idle peers, and after each peer was served one 192-header
-//       request.
+//   loopback_bench ... idle [--peers 1000] [--handshakes 64] [--idle S]
+//       N peers complete RLPx + Hello + Status (at most --handshakes at a time) and stay idle, their
+//       sessions answering Pings; the server's VmRSS and RssAnon (/proc/PID/status) before, with N
+//       idle peers, and after each peer was served one 192-header request (all at once).
+//   loopback_bench ... storm --peers N [--handshakes K] [--baseline S] [--after S]
+//       One established peer requests 192-header ranges continuously (one in flight) on this
+//       thread and records every request's latency. After 1 s of warm-up and --baseline seconds,
+//       N new peers connect from a second client thread, K at a time (default: all N at once),
+//       each doing RLPx + Hello + Status and then staying idle. Reported: the wall time until all N
+//       are established, failed attempts (each retried) and peers given up, the established peer's
+//       latency p50/p99/max before, during and --after seconds after the storm, and the server's
+//       CPU per handshake: its CPU during the storm minus the established peer's requests at the
+//       baseline's cost per request, all in the same run. --samples FILE writes every request of the
+//       established peer (seconds from the storm's start, latency in ms).
 //
-// Common options: --max-peers N (passed to serve, default 2000), --server-log FILE (serve's
-// stdout and stderr, default /dev/null), --serve-args "ARGS" (whitespace-separated arguments appended
-// to the `headerd serve` command line, e.g. "--metrics 127.0.0.1:0"; no quoting), --wrap "CMD ARGS"
-// (run serve under CMD, e.g. strace -f -c -o FILE; the server pid is then the wrapper's child, or the
-// wrapper itself when it has none, as valgrind), --before-stop "CMD" (after the last row, with the
-// server still running, run `/bin/sh -c CMD`; the benchmark fails if CMD does, e.g. to scrape the
-// server's /metrics). The client is one thread (one io_context); RLIMIT_NOFILE is raised for it and
-// for the server it starts.
+// Connecting (idle, storm): every attempt that fails (TCP, RLPx, Hello or Status, within
+// --handshake-timeout, default 120 s) is counted by its kind and retried with a new node key, at
+// most --attempts times per peer (default 5); a peer that fails every attempt is counted as given
+// up, and the figures are per established peer.
+//
+// Common options: --workers N (serve's worker threads; default one per core of this machine,
+// always passed to serve explicitly), --max-peers N (passed to serve; default 2000, or peers + 100
+// when that is more), --server-log FILE (serve's stdout and stderr, default /dev/null),
+// --serve-args "ARGS" (whitespace-separated arguments appended to the `headerd serve` command line,
+// e.g. "--metrics 127.0.0.1:0 --max-pending 64"; no quoting), --wrap "CMD ARGS" (run serve under
+// CMD, e.g. strace -f -c -o FILE; the server pid is then the wrapper's child, or the wrapper itself
+// when it has none, as valgrind), --before-stop "CMD" (after the last row, with the server still
+// running, run `/bin/sh -c CMD`; the benchmark fails if CMD does, e.g. to scrape the server's
+// /metrics). The client is one thread (one io_context), plus the storm's connecting thread;
+// RLIMIT_NOFILE is raised for it (serve raises its own from --max-peers).
 
 #include <fcntl.h>
 #include <signal.h>
@@ -36,24 +54,28 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <exception>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -67,6 +89,8 @@
 #include "p2p/eth/messages.hpp"
 #include "p2p/node_key.hpp"
 #include "p2p/peer.hpp"
+#include "p2p/peer_error.hpp"
+#include "p2p/worker.hpp"
 
 extern char** environ;
 
@@ -79,8 +103,6 @@ using p2p::tcp;
 
 constexpr uint64_t kRange = 192;
 constexpr auto kReplyTimeout = std::chrono::seconds(30);
-// Generous: with thousands of peers connecting at once a handshake waits its turn on the server.
-constexpr auto kHandshakeTimeout = std::chrono::seconds(60);
 
 [[noreturn]] void die(const std::string& what) {
     std::fprintf(stderr, "loopback_bench: %s\n", what.c_str());
@@ -89,6 +111,10 @@ constexpr auto kHandshakeTimeout = std::chrono::seconds(60);
 
 double seconds_between(Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double>(b - a).count();
+}
+
+Clock::duration seconds(double s) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
 // ---- options -------------------------------------------------------------------------------------
@@ -108,13 +134,19 @@ struct Options {
     std::string origins{"all"};
     uint64_t requests{0};
     size_t peers{1000};
-    size_t handshakes{32};
+    size_t handshakes{0};  // 0: the mode's default (idle 64, storm all peers)
     double idle{2};
-    uint64_t max_peers{2000};
+    double baseline{3};
+    double after{2};
+    double handshake_timeout{120};
+    unsigned attempts{5};
+    size_t workers{0};      // 0: one per core
+    uint64_t max_peers{0};  // 0: the mode's default
     std::string server_log{"/dev/null"};
     std::string serve_args;
     std::string wrap;
     std::string before_stop;
+    std::string samples;  // storm: every request of the established peer, one line each
 };
 
 std::vector<Row> parse_rows(const std::string& text) {
@@ -160,6 +192,16 @@ Options parse_options(int argc, char** argv) {
             o.handshakes = std::stoul(value());
         } else if (a == "--idle") {
             o.idle = std::stod(value());
+        } else if (a == "--baseline") {
+            o.baseline = std::stod(value());
+        } else if (a == "--after") {
+            o.after = std::stod(value());
+        } else if (a == "--handshake-timeout") {
+            o.handshake_timeout = std::stod(value());
+        } else if (a == "--attempts") {
+            o.attempts = static_cast<unsigned>(std::stoul(value()));
+        } else if (a == "--workers") {
+            o.workers = std::stoul(value());
         } else if (a == "--max-peers") {
             o.max_peers = std::stoull(value());
         } else if (a == "--server-log") {
@@ -170,19 +212,34 @@ Options parse_options(int argc, char** argv) {
             o.wrap = value();
         } else if (a == "--before-stop") {
             o.before_stop = value();
-        } else if (a == "throughput" || a == "requests" || a == "idle") {
+        } else if (a == "--samples") {
+            o.samples = value();
+        } else if (a == "throughput" || a == "requests" || a == "idle" || a == "storm") {
             o.mode = a;
         } else {
             die("unknown argument " + a + " (see the comment at the top of bench/loopback_bench.cpp)");
         }
     }
     if (o.headerd.empty() || o.datadir.empty() || o.mode.empty()) {
-        die("usage: loopback_bench --headerd PATH --datadir DIR throughput|requests|idle [options]");
+        die("usage: loopback_bench --headerd PATH --datadir DIR throughput|requests|idle|storm [options]");
     }
     if (o.mode == "requests" && o.requests == 0) die("requests mode needs --requests N");
     if (o.origins != "all" && o.origins != "ancient" && o.origins != "leveldb") die("--origins all|ancient|leveldb");
     o.rows = parse_rows(rows.empty() ? (o.mode == "requests" ? "1x8" : "1x1,1x8,4x8,16x8") : rows);
-    if (o.handshakes == 0 || o.handshakes > 200) die("--handshakes must be 1..200 (the server allows 256 pending)");
+    const bool many = o.mode == "idle" || o.mode == "storm";
+    if (many && o.peers == 0) die("--peers must be positive");
+    if (o.handshakes == 0) o.handshakes = o.mode == "storm" ? o.peers : 64;
+    if (many && o.handshakes > o.peers) o.handshakes = o.peers;
+    if (o.attempts == 0) die("--attempts must be positive");
+    if (o.handshake_timeout <= 0) die("--handshake-timeout must be positive");
+    if (o.workers == 0) o.workers = p2p::WorkerPool::default_size();
+    // Every peer, plus the storm's established one, must fit below serve's --max-peers.
+    const uint64_t needed = many ? o.peers + 1 : 1;
+    if (o.max_peers == 0) o.max_peers = std::max<uint64_t>(2000, needed + 99);
+    if (o.max_peers < needed) {
+        die("--max-peers " + std::to_string(o.max_peers) + " is below the " + std::to_string(needed) +
+            " peers this run connects");
+    }
     return o;
 }
 
@@ -258,14 +315,27 @@ std::string proc_max_open_files(pid_t pid) {
     return "?";
 }
 
-double client_cpu() {
+double rusage_seconds(int who) {
     rusage u{};
-    getrusage(RUSAGE_SELF, &u);
+    getrusage(who, &u);
     return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
            static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
-// Raises the soft RLIMIT_NOFILE to at least `want` (up to the hard limit); the server inherits it.
+// This process (every thread), and the calling thread alone.
+double client_cpu() { return rusage_seconds(RUSAGE_SELF); }
+double thread_cpu() { return rusage_seconds(RUSAGE_THREAD); }
+
+// The 1-minute load average, as /proc/loadavg prints it.
+std::string load1() {
+    std::stringstream s(read_text("/proc/loadavg"));
+    std::string first;
+    s >> first;
+    return first.empty() ? "?" : first;
+}
+
+// Raises the soft RLIMIT_NOFILE to at least `want` (up to the hard limit). The server inherits it and
+// raises its own further when --max-peers needs more.
 void raise_nofile(rlim_t want) {
     rlimit r{};
     if (getrlimit(RLIMIT_NOFILE, &r) != 0) die("getrlimit failed");
@@ -293,6 +363,8 @@ class ServerProcess {
             args.emplace_back(a);
         }
         args.push_back(std::to_string(o.max_peers));
+        args.emplace_back("--workers");
+        args.push_back(std::to_string(o.workers));
         std::stringstream extra(o.serve_args);
         for (std::string a; extra >> a;) args.push_back(a);
         std::vector<char*> argv;
@@ -400,15 +472,23 @@ struct Peer {
     std::shared_ptr<p2p::ClientSession> session;
 };
 
-// `local` without a key: each peer gets a fresh one. REQUIRES: `peer` does not move while connected.
-asio::awaitable<void> connect_peer(Peer& peer, const ServerProcess& server, const p2p::LocalNode& local) {
+void make_key(Peer& peer) {
     auto key = rlpx::PrivateKey::generate();
     if (!key) throw std::runtime_error("cannot generate a key");
     peer.key.emplace(*key);
+}
+
+// `local` without a key: the peer's own key (made now unless it has one). REQUIRES: `peer` does not
+// move while connected.
+asio::awaitable<void> connect_peer(Peer& peer, const ServerProcess& server, const p2p::LocalNode& local,
+                                   double handshake_timeout) {
+    if (!peer.key) make_key(peer);
     peer.local = local;
     peer.local.key = &*peer.key;
     p2p::ClientOptions options;
-    options.limits.handshake = kHandshakeTimeout;
+    // Generous: with thousands of peers connecting at once a connection waits its turn in the
+    // server's listen backlog (and TCP retries a dropped SYN after 1, 3, 7, 15 ... s).
+    options.limits.handshake = seconds(handshake_timeout);
     options.request_timeout = kReplyTimeout;
     const p2p::Enode enode{server.key(), server.endpoint().address().to_string(), server.endpoint().port()};
     peer.session = co_await p2p::ClientSession::connect(enode, peer.local, options);
@@ -449,6 +529,79 @@ struct Group {
     }
 };
 
+double percentile(std::vector<double>& v, double q) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+}
+
+// Many peers connected by a few connector coroutines, each taking the next peer nobody has taken.
+// Touched only on the thread running the connectors.
+struct ConnectJob {
+    std::vector<Peer>& peers;
+    const ServerProcess& server;
+    const p2p::LocalNode& local;
+    const Options& o;
+    Clock::time_point start;
+    size_t next{0};
+    size_t finished{0};  // established or given up
+    size_t established{0};
+    size_t failed_attempts{0};  // every one retried unless it was the peer's last
+    size_t gave_up{0};
+    std::map<std::string, std::pair<size_t, std::string>> failures{};  // kind -> count, first message
+    std::vector<double> established_after{};                           // seconds from `start`, per peer
+    // Called once, on the connectors' thread, when the last peer is established or given up.
+    std::function<void()> on_finished{};
+};
+
+// Connects `peer`, retrying with a new key after a failure; false when every attempt failed.
+asio::awaitable<bool> connect_retrying(Peer& peer, ConnectJob& job) {
+    for (unsigned attempt = 1;; ++attempt) {
+        std::string kind;
+        std::string message;
+        try {
+            co_await connect_peer(peer, job.server, job.local, job.o.handshake_timeout);
+            ++job.established;
+            job.established_after.push_back(seconds_between(job.start, Clock::now()));
+            co_return true;
+        } catch (const p2p::PeerError& e) {
+            kind = std::string(p2p::to_string(e.kind()));
+            message = e.what();
+        } catch (const std::exception& e) {
+            kind = "other";
+            message = e.what();
+        }
+        peer.session.reset();
+        peer.key.reset();  // the server may still hold the old node id
+        ++job.failed_attempts;
+        auto& slot = job.failures[kind];
+        if (slot.first++ == 0) slot.second = message;
+        if (attempt >= job.o.attempts) {
+            ++job.gave_up;
+            co_return false;
+        }
+        co_await sleep_for(std::chrono::milliseconds(100));
+    }
+}
+
+asio::awaitable<void> connector(ConnectJob& job) {
+    while (job.next < job.peers.size()) {
+        Peer& p = job.peers[job.next++];
+        (void)co_await connect_retrying(p, job);
+        if (++job.finished == job.peers.size() && job.on_finished) job.on_finished();
+    }
+}
+
+void print_failures(const ConnectJob& job) {
+    std::printf(
+        "failed attempts:              %zu (each retried with a new key, up to %u attempts per peer); "
+        "peers given up: %zu\n",
+        job.failed_attempts, job.o.attempts, job.gave_up);
+    for (const auto& [kind, f] : job.failures) {
+        std::printf("  %-26s  %zu, first: %s\n", kind.c_str(), f.first, f.second.c_str());
+    }
+}
+
 // Where request origins are drawn from, uniformly: [lo, hi].
 struct OriginRange {
     uint64_t lo{0};
@@ -479,6 +632,12 @@ asio::awaitable<size_t> fetch_range(Peer& peer, uint64_t origin) {
         throw std::runtime_error("reply holds other blocks than asked");
     }
     co_return reply->headers.size();
+}
+
+asio::awaitable<void> close_all(std::vector<Peer>& peers) {
+    for (Peer& p : peers) {
+        if (p.session) co_await p.session->close();
+    }
 }
 
 // ---- throughput ----------------------------------------------------------------------------------
@@ -521,41 +680,29 @@ asio::awaitable<void> load_loop(Peer& peer, OriginRange range, uint64_t seed, Lo
     }
 }
 
-double percentile(std::vector<double>& v, double q) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
-}
-
-asio::awaitable<void> close_all(std::vector<Peer>& peers) {
-    for (Peer& p : peers) {
-        if (p.session) co_await p.session->close();
-    }
-}
-
 asio::awaitable<void> throughput(asio::io_context& io, const Options& o, const ChainInfo& chain,
                                  const ServerProcess& server, const p2p::LocalNode& local, int& rc) {
     const OriginRange range = origin_range(o, chain);
     const bool timed = o.mode == "throughput";
-    std::printf("%5s %8s %9s %12s %8s %8s %9s %12s %11s %10s %10s\n", "conns", "inflight", "requests", "headers/s",
-                "p50 ms", "p99 ms", "server %", "server us/h", "srv usr/sys", "server us/req", "client %");
+    std::printf("%7s %5s %8s %9s %12s %8s %8s %9s %12s %11s %10s %10s %6s\n", "workers", "conns", "inflight",
+                "requests", "headers/s", "p50 ms", "p99 ms", "server %", "server us/h", "srv usr/sys", "server us/req",
+                "client %", "load");
     for (const Row& row : o.rows) {
+        const std::string load = load1();
         std::vector<Peer> peers(row.connections);
-        for (Peer& p : peers) co_await connect_peer(p, server, local);
+        for (Peer& p : peers) co_await connect_peer(p, server, local, o.handshake_timeout);
         LoadState s;
         s.requests = timed ? 0 : o.requests;
         const auto start = Clock::now();
-        const auto window_start =
-            start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timed ? o.warmup : 0));
-        const auto window_end =
-            window_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration));
+        const auto window_start = start + seconds(timed ? o.warmup : 0);
+        const auto window_end = window_start + seconds(o.duration);
         s.stop_sending = window_end;
         if (!timed) s.window_start = take_sample(server);
-        Group load;
+        Group load_group;
         std::vector<uint64_t> sent(peers.size(), 0);  // requests per connection (requests mode)
         for (size_t i = 0; i < peers.size(); ++i) {
             for (size_t w = 0; w < row.inflight; ++w) {
-                load.spawn(io, load_loop(peers[i], range, 1000 * (1000 * row.connections + i) + w, s, sent[i]));
+                load_group.spawn(io, load_loop(peers[i], range, 1000 * (1000 * row.connections + i) + w, s, sent[i]));
             }
         }
         if (timed) {
@@ -567,11 +714,11 @@ asio::awaitable<void> throughput(asio::io_context& io, const Options& o, const C
             co_await timer.async_wait(asio::use_awaitable);
             s.window_end = take_sample(server);
         }
-        if (!co_await wait_until([&] { return load.running == 0; }, std::chrono::seconds(120))) {
+        if (!co_await wait_until([&] { return load_group.running == 0; }, std::chrono::seconds(120))) {
             throw std::runtime_error("requests did not finish within 120 s");
         }
         if (!timed) s.window_end = take_sample(server);
-        if (!load.error.empty()) throw std::runtime_error("load: " + load.error);
+        if (!load_group.error.empty()) throw std::runtime_error("load: " + load_group.error);
         co_await close_all(peers);
 
         const double wall = seconds_between(s.window_start->when, s.window_end->when);
@@ -585,10 +732,11 @@ asio::awaitable<void> throughput(asio::io_context& io, const Options& o, const C
         char split[32];
         std::snprintf(split, sizeof split, "%.0f/%.0f", 100 * server_user / std::max(server_cpu, 1e-9),
                       100 * server_sys / std::max(server_cpu, 1e-9));
-        std::printf("%5zu %8zu %9llu %12.0f %8.3f %8.3f %9.1f %12.3f %11s %10.1f %10.1f\n", row.connections,
-                    row.inflight, static_cast<unsigned long long>(s.replies), headers / wall, p50, p99,
+        std::printf("%7zu %5zu %8zu %9llu %12.0f %8.3f %8.3f %9.1f %12.3f %11s %10.1f %10.1f %6s\n", o.workers,
+                    row.connections, row.inflight, static_cast<unsigned long long>(s.replies), headers / wall, p50, p99,
                     100 * server_cpu / wall, 1e6 * server_cpu / std::max(headers, 1.0), split,
-                    1e6 * server_cpu / std::max(static_cast<double>(s.replies), 1.0), 100 * client / wall);
+                    1e6 * server_cpu / std::max(static_cast<double>(s.replies), 1.0), 100 * client / wall,
+                    load.c_str());
         std::fflush(stdout);
     }
     rc = 0;
@@ -596,45 +744,10 @@ asio::awaitable<void> throughput(asio::io_context& io, const Options& o, const C
 
 // ---- idle peers ----------------------------------------------------------------------------------
 
-struct IdleState {
-    bool wake{false};     // set before the sockets are cancelled: leave the idle read, send a request
-    bool closing{false};  // set before the sockets are closed
-    size_t established{0};
-    size_t served{0};
-    uint64_t pings{0};
-};
-
-// An idle peer: connected, its session answering the server's Pings, until `wake`; then one request.
-asio::awaitable<void> idle_peer(Peer& peer, IdleState& s, uint64_t origin) {
-    if (!co_await wait_until([&] { return s.wake || peer.session->closed(); }, std::chrono::hours(24))) co_return;
-    if (peer.session->closed())
-        throw std::runtime_error(std::string("idle peer dropped: ") + peer.session->error()->what());
-    (void)co_await fetch_range(peer, origin);
-    ++s.served;
-}
-
-// What the connectors share. Outlives them (idle() waits for them).
-struct IdleJob {
-    asio::io_context& io;
-    std::vector<Peer>& peers;
-    size_t& next;
-    IdleState& state;
-    Group& idlers;
-    const ServerProcess& server;
-    const p2p::LocalNode& local;
-    OriginRange range;
-    synthetic::Rng& rng;
-};
-
-// Connects the next peer that nobody connects yet, until none is left; each one then idles.
-asio::awaitable<void> connector(IdleJob& job) {
-    while (job.next < job.peers.size()) {
-        Peer& p = job.peers[job.next++];
-        co_await connect_peer(p, job.server, job.local);
-        ++job.state.established;
-        job.idlers.spawn(job.io,
-                         idle_peer(p, job.state, job.range.lo + job.rng.below(job.range.hi - job.range.lo + 1)));
-    }
+size_t count_closed(const std::vector<Peer>& peers) {
+    size_t n = 0;
+    for (const Peer& p : peers) n += p.session && p.session->closed() ? 1 : 0;
+    return n;
 }
 
 asio::awaitable<void> idle(asio::io_context& io, const Options& o, const ChainInfo& chain, const ServerProcess& server,
@@ -645,45 +758,52 @@ asio::awaitable<void> idle(asio::io_context& io, const Options& o, const ChainIn
     const uint64_t anon0 = proc_status_kib(server.pid(), "RssAnon");
     const ProcCpu cpu0 = proc_cpu(server.pid());
     std::vector<Peer> peers(o.peers);
-    IdleState s;
-    Group idlers;
+    ConnectJob job{peers, server, local, o, Clock::now()};
     Group connectors;
-    size_t next = 0;
-    synthetic::Rng rng(7);
-    const auto start = Clock::now();
-    IdleJob job{io, peers, next, s, idlers, server, local, range, rng};
     for (size_t c = 0; c < o.handshakes; ++c) connectors.spawn(io, connector(job));
-    if (!co_await wait_until([&] { return connectors.running == 0; }, std::chrono::seconds(120))) {
-        throw std::runtime_error("connecting did not finish within 120 s");
+    if (!co_await wait_until([&] { return connectors.running == 0; }, std::chrono::seconds(1800))) {
+        throw std::runtime_error("connecting did not finish within 1800 s");
     }
     if (!connectors.error.empty()) throw std::runtime_error("connect: " + connectors.error);
-    const double connect_wall = seconds_between(start, Clock::now());
+    if (job.established == 0) throw std::runtime_error("no peer could connect");
+    const double connect_wall = seconds_between(job.start, Clock::now());
     const ProcCpu cpu1 = proc_cpu(server.pid());
     // Let the server finish with the last Status messages, then measure while everyone is idle.
-    co_await sleep_for(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.idle)));
-    if (!idlers.error.empty()) throw std::runtime_error("idle peer: " + idlers.error);
+    co_await sleep_for(seconds(o.idle));
+    const size_t dropped_idle = count_closed(peers);
     const uint64_t rss1 = proc_status_kib(server.pid(), "VmRSS");
     const uint64_t anon1 = proc_status_kib(server.pid(), "RssAnon");
-    const double idle_after = seconds_between(start, Clock::now());
+    const double idle_after = seconds_between(job.start, Clock::now());
 
-    s.wake = true;
-    if (!co_await wait_until([&] { return s.served == peers.size() || !idlers.error.empty(); },
-                             std::chrono::seconds(120))) {
-        throw std::runtime_error("requests did not finish within 120 s");
+    // One 192-header request on every live peer, all at once.
+    synthetic::Rng rng(7);
+    Group requests;
+    size_t served = 0;
+    for (Peer& p : peers) {
+        if (!p.session || p.session->closed()) continue;
+        const uint64_t origin = range.lo + rng.below(range.hi - range.lo + 1);
+        requests.spawn(io, [](Peer& peer, uint64_t from, size_t& done) -> asio::awaitable<void> {
+            (void)co_await fetch_range(peer, from);
+            ++done;
+        }(p, origin, served));
     }
-    if (!idlers.error.empty()) throw std::runtime_error("idle peer: " + idlers.error);
+    if (!co_await wait_until([&] { return requests.running == 0; }, std::chrono::seconds(300))) {
+        throw std::runtime_error("requests did not finish within 300 s");
+    }
+    if (!requests.error.empty()) throw std::runtime_error("idle peer's request: " + requests.error);
     co_await sleep_for(std::chrono::milliseconds(500));
     const uint64_t rss2 = proc_status_kib(server.pid(), "VmRSS");
     const uint64_t anon2 = proc_status_kib(server.pid(), "RssAnon");
 
-    s.closing = true;
-    for (const Peer& p : peers) s.pings += p.session->stats().pings;
+    uint64_t pings = 0;
+    for (const Peer& p : peers) pings += p.session ? p.session->stats().pings : 0;
+    const size_t dropped = count_closed(peers);
     co_await close_all(peers);
-    (void)co_await wait_until([&] { return idlers.running == 0; }, std::chrono::seconds(10));
 
-    const double n = static_cast<double>(peers.size());
-    std::printf("peers established:            %zu (RLPx + Hello + Status), %zu at a time\n", s.established,
-                o.handshakes);
+    const double n = static_cast<double>(job.established);
+    std::printf("peers established:            %zu of %zu (RLPx + Hello + Status), %zu at a time, server workers %zu\n",
+                job.established, peers.size(), o.handshakes, o.workers);
+    print_failures(job);
     std::printf("connect phase:                %.2f s wall, server CPU %.2f s = %.3f ms per peer\n", connect_wall,
                 cpu1.total() - cpu0.total(), 1e3 * (cpu1.total() - cpu0.total()) / n);
     std::printf("server VmRSS before:          %llu KiB (RssAnon %llu KiB)\n", static_cast<unsigned long long>(rss0),
@@ -691,12 +811,202 @@ asio::awaitable<void> idle(asio::io_context& io, const Options& o, const ChainIn
     std::printf("server VmRSS, peers idle:     %llu KiB (RssAnon %llu KiB), %.1f s after the first connect\n",
                 static_cast<unsigned long long>(rss1), static_cast<unsigned long long>(anon1), idle_after);
     std::printf("per idle peer:                %.1f KiB VmRSS, %.1f KiB RssAnon\n",
-                static_cast<double>(rss1 - rss0) / n, static_cast<double>(anon1 - anon0) / n);
-    std::printf("server VmRSS, each served once: %llu KiB (RssAnon %llu KiB)\n", static_cast<unsigned long long>(rss2),
-                static_cast<unsigned long long>(anon2));
+                (static_cast<double>(rss1) - static_cast<double>(rss0)) / n,
+                (static_cast<double>(anon1) - static_cast<double>(anon0)) / n);
+    std::printf("server VmRSS, each served once: %llu KiB (RssAnon %llu KiB), %zu peers served\n",
+                static_cast<unsigned long long>(rss2), static_cast<unsigned long long>(anon2), served);
     std::printf("per peer served once:         %.1f KiB VmRSS, %.1f KiB RssAnon (one 192-header reply each)\n",
-                static_cast<double>(rss2 - rss0) / n, static_cast<double>(anon2 - anon0) / n);
-    std::printf("pings answered:               %llu\n", static_cast<unsigned long long>(s.pings));
+                (static_cast<double>(rss2) - static_cast<double>(rss0)) / n,
+                (static_cast<double>(anon2) - static_cast<double>(anon0)) / n);
+    std::printf("peers dropped:                %zu while idle, %zu by the end\n", dropped_idle, dropped);
+    std::printf("pings answered:               %llu\n", static_cast<unsigned long long>(pings));
+    rc = 0;
+}
+
+// ---- handshake storm -----------------------------------------------------------------------------
+
+struct Timed {
+    Clock::time_point sent;
+    double ms{0};
+};
+
+struct MeasuredPeer {
+    bool stop{false};
+    std::vector<Timed> requests;
+    size_t failures{0};
+    std::string first_failure;
+};
+
+// One request in flight, a new one as soon as the reply is checked, until `stop`. A failed request
+// is counted, not fatal; a closed session ends the loop.
+asio::awaitable<void> measured_loop(Peer& peer, OriginRange range, MeasuredPeer& m) {
+    synthetic::Rng rng(4242);
+    while (!m.stop && !peer.session->closed()) {
+        const uint64_t origin = range.lo + rng.below(range.hi - range.lo + 1);
+        const auto start = Clock::now();
+        std::string failure;
+        try {
+            (void)co_await fetch_range(peer, origin);
+            m.requests.push_back({start, std::chrono::duration<double, std::milli>(Clock::now() - start).count()});
+        } catch (const std::exception& e) {
+            failure = e.what();
+        }
+        if (!failure.empty() && m.failures++ == 0) m.first_failure = failure;
+    }
+}
+
+struct Phase {
+    size_t requests{0};
+    double p50{0};
+    double p99{0};
+    double max{0};
+};
+
+Phase phase(const std::vector<Timed>& all, Clock::time_point from, Clock::time_point to) {
+    std::vector<double> ms;
+    for (const Timed& t : all) {
+        if (t.sent >= from && t.sent < to) ms.push_back(t.ms);
+    }
+    Phase p;
+    p.requests = ms.size();
+    if (ms.empty()) return p;
+    p.p50 = percentile(ms, 0.50);
+    p.p99 = percentile(ms, 0.99);
+    p.max = ms.back();  // sorted by percentile()
+    return p;
+}
+
+// What the storm's thread records when its last peer is established or given up; read by the main
+// thread once `done` is set.
+struct StormEnd {
+    Clock::time_point when;
+    ProcCpu server;
+    double thread_cpu{0};
+    std::atomic<bool> done{false};
+};
+
+asio::awaitable<void> storm(asio::io_context& io, const Options& o, const ChainInfo& chain, const ServerProcess& server,
+                            const p2p::LocalNode& local, int& rc) {
+    const OriginRange range = origin_range(o, chain);
+    // Declared before the storm's peers, whose sessions live on it, so that it outlives them.
+    asio::io_context storm_io(1);
+    // The storm's node keys are made now, so that its thread does only the handshakes.
+    std::vector<Peer> peers(o.peers);
+    for (Peer& p : peers) make_key(p);
+
+    Peer measured;
+    co_await connect_peer(measured, server, local, o.handshake_timeout);
+    MeasuredPeer m;
+    Group load;
+    load.spawn(io, measured_loop(measured, range, m));
+    co_await sleep_for(std::chrono::seconds(1));  // warm-up
+    const Sample base = take_sample(server);
+    const std::string load_before = load1();
+    co_await sleep_for(seconds(o.baseline));
+
+    // The storm: K connectors on a thread of their own, started together.
+    auto guard = asio::make_work_guard(storm_io);
+    StormEnd end;
+    const Sample storm_start = take_sample(server);
+    const double main_cpu0 = thread_cpu();
+    ConnectJob job{peers, server, local, o, storm_start.when};
+    job.on_finished = [&end, &server] {
+        end.when = Clock::now();
+        end.server = proc_cpu(server.pid());
+        end.thread_cpu = thread_cpu();  // the storm thread: every client handshake of the storm
+        end.done.store(true, std::memory_order_release);
+    };
+    Group connectors;
+    for (size_t c = 0; c < o.handshakes; ++c) connectors.spawn(storm_io, connector(job));
+    std::thread storm_thread([&storm_io] { storm_io.run(); });
+    const bool finished =
+        co_await wait_until([&] { return end.done.load(std::memory_order_acquire); }, std::chrono::seconds(1800));
+    const double main_cpu1 = thread_cpu();
+    if (finished) co_await sleep_for(seconds(o.after));  // N idle peers more, the requests go on
+    const Clock::time_point after_end = Clock::now();
+    m.stop = true;
+    (void)co_await wait_until([&] { return load.running == 0; }, std::chrono::seconds(60));
+    const std::string load_after = load1();
+    const uint64_t rss = proc_status_kib(server.pid(), "VmRSS");
+    if (measured.session) co_await measured.session->close();
+
+    // Close the storm's peers on their own thread, then let it run out of work.
+    std::atomic<bool> closed{false};
+    if (finished) {
+        asio::co_spawn(
+            storm_io,
+            [](std::vector<Peer>& all, std::atomic<bool>& flag) -> asio::awaitable<void> {
+                co_await close_all(all);
+                flag.store(true, std::memory_order_release);
+            }(peers, closed),
+            asio::detached);
+        guard.reset();
+    }
+    if (!finished ||
+        !co_await wait_until([&] { return closed.load(std::memory_order_acquire); }, std::chrono::seconds(120))) {
+        if (finished) std::fprintf(stderr, "loopback_bench: closing the storm's peers took over 120 s\n");
+        storm_io.stop();
+    }
+    storm_thread.join();
+    if (!finished) throw std::runtime_error("the storm did not finish within 1800 s");
+    if (!connectors.error.empty()) throw std::runtime_error("storm connector: " + connectors.error);
+
+    const Phase before = phase(m.requests, base.when, storm_start.when);
+    const Phase during = phase(m.requests, storm_start.when, end.when);
+    const Phase after = phase(m.requests, end.when, after_end);
+    const double base_wall = seconds_between(base.when, storm_start.when);
+    const double storm_wall = seconds_between(storm_start.when, end.when);
+    const double base_server = storm_start.server.total() - base.server.total();
+    const double per_request = base_server / std::max<double>(1, static_cast<double>(before.requests));
+    const double storm_server = end.server.total() - storm_start.server.total();
+    const double storm_user = end.server.user - storm_start.server.user;
+    const double handshakes_cpu = storm_server - per_request * static_cast<double>(during.requests);
+    const double n = static_cast<double>(std::max<size_t>(job.established, 1));
+    const double attempts = static_cast<double>(job.established + job.failed_attempts);
+    std::vector<double> ready = job.established_after;
+
+    std::printf(
+        "storm:                        %zu peers, %zu connecting at once, server workers %zu, load %s "
+        "before, %s after\n",
+        peers.size(), o.handshakes, o.workers, load_before.c_str(), load_after.c_str());
+    std::printf(
+        "established:                  %zu in %.2f s wall (%.0f per s); each peer established after "
+        "p50 %.2f s, p99 %.2f s, max %.2f s\n",
+        job.established, storm_wall, static_cast<double>(job.established) / storm_wall, percentile(ready, 0.50),
+        percentile(ready, 0.99), ready.empty() ? 0.0 : ready.back());
+    print_failures(job);
+    std::printf("%-29s %9s %9s %9s %9s %9s\n", "established peer (1 in flight)", "requests", "req/s", "p50 ms",
+                "p99 ms", "max ms");
+    const auto print_phase = [](const char* name, const Phase& p, double wall) {
+        std::printf("  %-27s %9zu %9.0f %9.3f %9.3f %9.3f\n", name, p.requests, static_cast<double>(p.requests) / wall,
+                    p.p50, p.p99, p.max);
+    };
+    print_phase("before the storm", before, base_wall);
+    print_phase("during the storm", during, storm_wall);
+    print_phase("after, peers idle", after, seconds_between(end.when, after_end));
+    if (m.failures > 0) std::printf("  failed requests: %zu, first: %s\n", m.failures, m.first_failure.c_str());
+    std::printf("server CPU before:            %.1f %% of a core, %.1f us per request of the established peer\n",
+                100 * base_server / base_wall, 1e6 * per_request);
+    std::printf(
+        "server CPU during the storm:  %.2f s (%.0f %% of a core, user %.0f %%); minus %zu requests at "
+        "%.1f us: %.2f s\n",
+        storm_server, 100 * storm_server / storm_wall, 100 * storm_user / std::max(storm_server, 1e-9), during.requests,
+        1e6 * per_request, handshakes_cpu);
+    std::printf("server CPU per handshake:     %.3f ms per established peer (%.3f ms per attempt, %.0f attempts)\n",
+                1e3 * handshakes_cpu / n, 1e3 * handshakes_cpu / std::max(attempts, 1.0), attempts);
+    std::printf(
+        "client CPU during the storm:  %.2f s on the storm's thread (%.3f ms per established peer), "
+        "%.2f s on the established peer's thread\n",
+        end.thread_cpu, 1e3 * end.thread_cpu / n, main_cpu1 - main_cpu0);
+    std::printf("server VmRSS at the end:      %llu KiB with %zu idle peers\n", static_cast<unsigned long long>(rss),
+                job.established);
+    if (!o.samples.empty()) {
+        // Seconds from the storm's start at which each request was sent, and its latency.
+        std::ofstream out(o.samples);
+        out << "# sent_s latency_ms (0 = the storm starts; it ends at " << storm_wall << ")\n";
+        for (const Timed& t : m.requests) out << seconds_between(storm_start.when, t.sent) << ' ' << t.ms << '\n';
+        if (!out) throw std::runtime_error("cannot write " + o.samples);
+    }
     rc = 0;
 }
 
@@ -712,7 +1022,8 @@ int main(int argc, char** argv) {
         chain.head.number + 1 - chain.ancient_items < kRange) {
         die("the datadir needs at least 192 headers in each store");
     }
-    raise_nofile(o.mode == "idle" ? 2 * o.peers + 512 : 4096);
+    const bool many = o.mode == "idle" || o.mode == "storm";
+    raise_nofile(many ? o.peers + 512 : 4096);
     signal(SIGPIPE, SIG_IGN);
 
     p2p::LocalNode local;  // the key is set per connection
@@ -721,10 +1032,13 @@ int main(int argc, char** argv) {
     local.head = chain.head;
 
     ServerProcess server(o);
-    std::printf("server: pid %d, %s, max open files %s, head %llu, blocks [0, %llu) ancient, origins %s\n",
-                static_cast<int>(server.pid()), server.enode().substr(0, 24).c_str(),
-                proc_max_open_files(server.pid()).c_str(), static_cast<unsigned long long>(chain.head.number),
-                static_cast<unsigned long long>(chain.ancient_items), o.origins.c_str());
+    std::printf(
+        "server: pid %d, %s, workers %zu, max peers %llu, max open files %s, head %llu, blocks [0, %llu) "
+        "ancient, origins %s, load %s\n",
+        static_cast<int>(server.pid()), server.enode().substr(0, 24).c_str(), o.workers,
+        static_cast<unsigned long long>(o.max_peers), proc_max_open_files(server.pid()).c_str(),
+        static_cast<unsigned long long>(chain.head.number), static_cast<unsigned long long>(chain.ancient_items),
+        o.origins.c_str(), load1().c_str());
     if (!o.serve_args.empty()) std::printf("server: serve args %s\n", o.serve_args.c_str());
     std::fflush(stdout);
 
@@ -741,6 +1055,8 @@ int main(int argc, char** argv) {
     };
     if (o.mode == "idle") {
         asio::co_spawn(io, idle(io, o, chain, server, local, rc), done);
+    } else if (o.mode == "storm") {
+        asio::co_spawn(io, storm(io, o, chain, server, local, rc), done);
     } else {
         asio::co_spawn(io, throughput(io, o, chain, server, local, rc), done);
     }
