@@ -1,5 +1,6 @@
 #include "core/rlp.hpp"
 
+#include <array>
 #include <string>
 
 namespace headerd::rlp {
@@ -48,8 +49,9 @@ size_t be_length(uint64_t v) noexcept {
     return n;
 }
 
-void append_be(Bytes& out, uint64_t v, size_t n) {
-    for (size_t i = n; i > 0; --i) out.push_back(static_cast<uint8_t>(v >> (8 * (i - 1))));
+uint8_t* put_be(uint8_t* p, uint64_t v, size_t n) noexcept {
+    for (size_t i = n; i > 0; --i) *p++ = static_cast<uint8_t>(v >> (8 * (i - 1)));
+    return p;
 }
 
 // Minimal big-endian bytes of v into buf (32 bytes); returns the used suffix.
@@ -95,16 +97,34 @@ size_t length(const U256& v) noexcept {
     return length(u256_bytes(v, buf));
 }
 
-void encode_header(Bytes& out, Header h) {
+uint8_t* write_header(uint8_t* p, Header h) noexcept {
     const uint8_t short_base = h.list ? 0xc0 : 0x80;
     const uint8_t long_base = h.list ? 0xf7 : 0xb7;
     if (h.payload_length < 56) {
-        out.push_back(static_cast<uint8_t>(short_base + h.payload_length));
-    } else {
-        const size_t n = be_length(h.payload_length);
-        out.push_back(static_cast<uint8_t>(long_base + n));
-        append_be(out, h.payload_length, n);
+        *p++ = static_cast<uint8_t>(short_base + h.payload_length);
+        return p;
     }
+    const size_t n = be_length(h.payload_length);
+    *p++ = static_cast<uint8_t>(long_base + n);
+    return put_be(p, h.payload_length, n);
+}
+
+uint8_t* write_uint(uint8_t* p, uint64_t v) noexcept {
+    if (v == 0) {
+        *p++ = 0x80;
+    } else if (v < 0x80) {
+        *p++ = static_cast<uint8_t>(v);
+    } else {
+        const size_t n = be_length(v);
+        *p++ = static_cast<uint8_t>(0x80 + n);
+        p = put_be(p, v, n);
+    }
+    return p;
+}
+
+void encode_header(Bytes& out, Header h) {
+    std::array<uint8_t, kMaxHeaderLength> buf;
+    out.insert(out.end(), buf.data(), write_header(buf.data(), h));
 }
 
 void encode(Bytes& out, ByteView s) {
@@ -117,15 +137,8 @@ void encode(Bytes& out, ByteView s) {
 }
 
 void encode(Bytes& out, uint64_t v) {
-    if (v == 0) {
-        out.push_back(0x80);
-    } else if (v < 0x80) {
-        out.push_back(static_cast<uint8_t>(v));
-    } else {
-        const size_t n = be_length(v);
-        out.push_back(static_cast<uint8_t>(0x80 + n));
-        append_be(out, v, n);
-    }
+    std::array<uint8_t, kMaxHeaderLength> buf;
+    out.insert(out.end(), buf.data(), write_uint(buf.data(), v));
 }
 
 void encode(Bytes& out, const U256& v) {

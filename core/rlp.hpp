@@ -3,9 +3,11 @@
 // Recursive Length Prefix, strict (canonical) decoding and append-only encoding.
 //
 // Encoders append to a caller-owned Bytes so a caller can reserve once (the length() functions
-// give exact sizes). Decoders consume from the front of a ByteView and never copy: returned
-// views point into the input. Every non-canonical form is rejected with its own error code, as
-// go-ethereum does, because peers and disk must agree on exactly one encoding per value.
+// give exact sizes); the pointer writers below are the one implementation of headers and
+// integers, also for callers that build a prefix in place without allocating. Decoders consume
+// from the front of a ByteView and never copy: returned views point into the input. Every
+// non-canonical form is rejected with its own error code, as go-ethereum does, because peers and
+// disk must agree on exactly one encoding per value.
 
 #include <cstddef>
 #include <cstdint>
@@ -54,6 +56,19 @@ size_t length(const U256& v) noexcept;
 inline size_t length_of_list(size_t payload_length) noexcept { return header_length(payload_length) + payload_length; }
 
 // ---- encoding ----------------------------------------------------------------------------------
+
+// Most bytes a header or a uint64 takes: one prefix byte and up to 8 big-endian bytes.
+inline constexpr size_t kMaxHeaderLength = 9;
+
+// Allocation-free writers: write at `p`, which must have room for header_length(h.payload_length)
+// or length(v) bytes (never more than kMaxHeaderLength), and return the end of what was written.
+// encode_header and encode(uint64_t) are built on them, so every RLP header and integer headerd
+// writes comes from this one place.
+uint8_t* write_header(uint8_t* p, Header h) noexcept;
+inline uint8_t* write_list_header(uint8_t* p, size_t payload_length) noexcept {
+    return write_header(p, {true, payload_length});
+}
+uint8_t* write_uint(uint8_t* p, uint64_t v) noexcept;
 
 void encode_header(Bytes& out, Header h);
 void encode(Bytes& out, ByteView s);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <limits>
 #include <string>
@@ -459,6 +460,56 @@ TEST(Rlp, ListHeaderSwitchesToLongFormAt56Bytes) {
         EXPECT_EQ(*v, i + 1);
     }
     EXPECT_TRUE(items.empty());
+}
+
+// The pointer writers are what encode_header and encode(uint64_t) append; they write exactly the
+// advertised number of bytes and nothing past them.
+TEST(Rlp, PointerWritersMatchEncodersAndLengthsAtEveryWidth) {
+    std::vector<uint64_t> values = {0, 1, 0x7f, 0x80, 0xff, 55, 56, std::numeric_limits<uint64_t>::max()};
+    for (unsigned bits = 8; bits < 64; bits += 8) {
+        values.push_back((uint64_t{1} << bits) - 1);
+        values.push_back(uint64_t{1} << bits);
+    }
+    for (uint64_t v : values) {
+        SCOPED_TRACE(v);
+        std::array<uint8_t, rlp::kMaxHeaderLength + 1> buf;
+        buf.fill(0xee);
+        const uint8_t* end = rlp::write_uint(buf.data(), v);
+        const ByteView written{buf.data(), static_cast<size_t>(end - buf.data())};
+        ASSERT_EQ(written.size(), rlp::length(v));
+        EXPECT_EQ(buf[written.size()], 0xee);
+        Bytes ref;
+        rlp::encode(ref, v);
+        EXPECT_EQ(to_hex(written), to_hex(ref));
+        ByteView in = written;
+        EXPECT_EQ(rlp::decode_uint64(in).value(), v);
+
+        for (bool list : {false, true}) {
+            const size_t n = static_cast<size_t>(v);
+            buf.fill(0xee);
+            end = rlp::write_header(buf.data(), {list, n});
+            const ByteView header{buf.data(), static_cast<size_t>(end - buf.data())};
+            ASSERT_EQ(header.size(), rlp::header_length(n));
+            EXPECT_EQ(buf[header.size()], 0xee);
+            if (list) {
+                uint8_t* list_end = rlp::write_list_header(buf.data() + header.size(), n);
+                EXPECT_EQ(to_hex(ByteView{buf.data() + header.size(), list_end}), to_hex(header));
+            }
+            ref.clear();
+            rlp::encode_header(ref, {list, n});
+            EXPECT_EQ(to_hex(header), to_hex(ref));
+        }
+    }
+    // Known bytes: the single-byte forms and the widest forms.
+    std::array<uint8_t, rlp::kMaxHeaderLength> b;
+    EXPECT_EQ(to_hex(ByteView{b.data(), rlp::write_uint(b.data(), 0)}), "80");
+    EXPECT_EQ(to_hex(ByteView{b.data(), rlp::write_uint(b.data(), 0x7f)}), "7f");
+    EXPECT_EQ(to_hex(ByteView{b.data(), rlp::write_uint(b.data(), 0x80)}), "8180");
+    EXPECT_EQ(to_hex(ByteView{b.data(), rlp::write_list_header(b.data(), 55)}), "f7");
+    EXPECT_EQ(to_hex(ByteView{b.data(), rlp::write_list_header(b.data(), 56)}), "f838");
+    EXPECT_EQ(to_hex(ByteView{b.data(), rlp::write_header(b.data(), {false, 56})}), "b838");
+    EXPECT_EQ(to_hex(ByteView{b.data(), rlp::write_list_header(b.data(), std::numeric_limits<size_t>::max())}),
+              "ffffffffffffffffff");
 }
 
 TEST(Rlp, NestedListsRoundTrip) {

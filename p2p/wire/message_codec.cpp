@@ -14,17 +14,9 @@ Result<ByteView> encode_frame_data(uint64_t id, ByteView payload, bool compress,
     const size_t id_length = rlp::length(id);
     const size_t max = id_length + (compress ? snappy::MaxCompressedLength(payload.size()) : payload.size());
     if (buf.size() < max) buf.resize(max);
-    // The id as an RLP integer, written in place (rlp::encode would append instead).
+    // The id is written in place, in front of where the payload goes (rlp::encode would append).
     uint8_t* out = buf.data();
-    if (id == 0) {
-        out[0] = 0x80;
-    } else if (id < 0x80) {
-        out[0] = static_cast<uint8_t>(id);
-    } else {
-        const size_t n = id_length - 1;
-        out[0] = static_cast<uint8_t>(0x80 + n);
-        for (size_t i = 0; i < n; ++i) out[1 + i] = static_cast<uint8_t>(id >> (8 * (n - 1 - i)));
-    }
+    rlp::write_uint(out, id);
     size_t n = payload.size();
     if (compress) {
         snappy::RawCompress(reinterpret_cast<const char*>(payload.data()), payload.size(),
