@@ -30,6 +30,10 @@ class MessageCategory final : public std::error_category {
                 return "block range earliest > latest";
             case MessageError::kZeroLatestHash:
                 return "block range latest hash is zero";
+            case MessageError::kBadFlag:
+                return "flag is neither 0x80 nor 0x01";
+            case MessageError::kWrongMessage:
+                return "message is not of the expected kind in this eth version";
         }
         return "unknown eth message error";
     }
@@ -64,6 +68,45 @@ class Fields {
     Result<ByteView> list() noexcept {
         if (items_.empty()) return MessageError::kTooFewFields;
         return rlp::decode_list(items_);
+    }
+    // A {0, 1} field: exactly the byte 80 or 01, as geth's rlp bool.
+    Result<bool> flag() noexcept {
+        auto item = this->item();
+        // Result<bool> would take an error_code for a bool: name the error alternative.
+        if (!item) return {boost::system::in_place_error, item.error()};
+        if (item->size() != 1 || ((*item)[0] != 0x80 && (*item)[0] != 0x01)) {
+            return {boost::system::in_place_error, MessageError::kBadFlag};
+        }
+        return (*item)[0] == 0x01;
+    }
+    Result<CellBitmap> cell_bitmap() noexcept {
+        if (items_.empty()) return MessageError::kTooFewFields;
+        auto s = rlp::decode_string(items_);
+        if (!s) return s.error();
+        if (s->size() != CellBitmap{}.size()) return rlp::DecodeError::kUnexpectedLength;
+        CellBitmap b;
+        std::copy(s->begin(), s->end(), b.begin());
+        return b;
+    }
+    // A list of 32-byte strings; returns how many.
+    Result<size_t> hash_count() noexcept {
+        auto list = this->list();
+        if (!list) return list.error();
+        size_t n = 0;
+        for (ByteView rest = *list; !rest.empty(); ++n) {
+            if (auto hash = rlp::decode_hash(rest); !hash) return hash.error();
+        }
+        return n;
+    }
+    // A list whose items are only delimited, not decoded; returns how many.
+    Result<size_t> item_count() noexcept {
+        auto list = this->list();
+        if (!list) return list.error();
+        size_t n = 0;
+        for (ByteView rest = *list; !rest.empty(); ++n) {
+            if (auto item = rlp::next_item(rest); !item) return item.error();
+        }
+        return n;
     }
     Result<ForkId> fork_id() noexcept {
         if (items_.empty()) return MessageError::kTooFewFields;
@@ -115,39 +158,7 @@ size_t fork_id_length(const ForkId& id) noexcept {
 
 constexpr size_t kHashLength = 33;  // an RLP-encoded 32-byte string
 
-// Allocation-free RLP writers for the BlockHeaders prefix.
-uint8_t* put_be(uint8_t* p, uint64_t v, size_t n) noexcept {
-    for (size_t i = n; i > 0; --i) *p++ = static_cast<uint8_t>(v >> (8 * (i - 1)));
-    return p;
-}
-size_t be_length(uint64_t v) noexcept {
-    size_t n = 0;
-    for (; v != 0; v >>= 8) ++n;
-    return n;
-}
-uint8_t* put_list_header(uint8_t* p, size_t payload) noexcept {
-    if (payload < 56) {
-        *p++ = static_cast<uint8_t>(0xc0 + payload);
-        return p;
-    }
-    const size_t n = be_length(payload);
-    *p++ = static_cast<uint8_t>(0xf7 + n);
-    return put_be(p, payload, n);
-}
-uint8_t* put_uint(uint8_t* p, uint64_t v) noexcept {
-    if (v == 0) {
-        *p++ = 0x80;
-    } else if (v < 0x80) {
-        *p++ = static_cast<uint8_t>(v);
-    } else {
-        const size_t n = be_length(v);
-        *p++ = static_cast<uint8_t>(0x80 + n);
-        p = put_be(p, v, n);
-    }
-    return p;
-}
-
-// The envelope of every eth/66+ request-id message whose body is one list: [request id, [item...]].
+// [request id, [item...]] with the items left unsplit, for BlockHeaders.
 struct IdAndList {
     uint64_t request_id;
     ByteView list;  // the items' RLP, not yet split
@@ -177,16 +188,71 @@ uint64_t message_space(uint64_t version) noexcept {
         case kEth68:
             return 17;
         case kEth69:
+        case kEth70:
             return 18;
+        case kEth71:
+            return 20;
+        case kEth72:
+            return 22;
         default:
             return 0;
     }
 }
 
-bool is_message_of(uint64_t version, uint64_t id) noexcept {
-    if (id >= message_space(version)) return false;
-    // GetNodeData/NodeData (0x0d/0x0e) went away in eth/67; 0x0b/0x0c were never assigned.
-    return id < 0x0b || id > 0x0e;
+bool is_message_of(uint64_t version, uint64_t id) noexcept { return role_of(version, id) != MessageRole::kInvalid; }
+
+MessageRole role_of(uint64_t version, uint64_t relative_id) noexcept {
+    // message_space() bounds each version: ids above it (BlockRangeUpdate on eth/68, the access
+    // lists before eth/71, cells before eth/72) are not messages of that version.
+    if (relative_id >= message_space(version)) return MessageRole::kInvalid;
+    switch (static_cast<MessageId>(relative_id)) {
+        case MessageId::kStatus:
+            return MessageRole::kStatus;
+        case MessageId::kGetBlockHeaders:
+            return MessageRole::kHeaderRequest;
+        case MessageId::kGetBlockBodies:
+        case MessageId::kGetPooledTransactions:
+        case MessageId::kGetReceipts:
+        case MessageId::kGetBlockAccessLists:
+        case MessageId::kGetCells:
+            return MessageRole::kEmptyAnsweredRequest;
+        case MessageId::kBlockHeaders:
+        case MessageId::kBlockBodies:
+        case MessageId::kPooledTransactions:
+        case MessageId::kReceipts:
+        case MessageId::kBlockAccessLists:
+        case MessageId::kCells:
+            return MessageRole::kResponse;
+        case MessageId::kNewBlockHashes:
+        case MessageId::kTransactions:
+        case MessageId::kNewBlock:
+        case MessageId::kNewPooledTransactionHashes:
+            return MessageRole::kGossip;
+        case MessageId::kBlockRangeUpdate:
+            return MessageRole::kRangeUpdate;
+    }
+    // 0x0b..0x0e: GetNodeData/NodeData (0x0d/0x0e) went away in eth/67; 0x0b/0x0c were never assigned.
+    return MessageRole::kInvalid;
+}
+
+std::string_view to_string(MessageRole role) noexcept {
+    switch (role) {
+        case MessageRole::kStatus:
+            return "status";
+        case MessageRole::kHeaderRequest:
+            return "header_request";
+        case MessageRole::kEmptyAnsweredRequest:
+            return "empty_answered_request";
+        case MessageRole::kResponse:
+            return "response";
+        case MessageRole::kGossip:
+            return "gossip";
+        case MessageRole::kRangeUpdate:
+            return "range_update";
+        case MessageRole::kInvalid:
+            return "invalid";
+    }
+    return "invalid";
 }
 
 std::string_view message_name(uint64_t id) noexcept {
@@ -219,6 +285,14 @@ std::string_view message_name(uint64_t id) noexcept {
             return "Receipts";
         case 0x11:
             return "BlockRangeUpdate";
+        case 0x12:
+            return "GetBlockAccessLists";
+        case 0x13:
+            return "BlockAccessLists";
+        case 0x14:
+            return "GetCells";
+        case 0x15:
+            return "Cells";
         default:
             return "unknown";
     }
@@ -377,9 +451,9 @@ size_t encode_block_headers_prefix(uint64_t request_id, size_t headers_bytes,
                                    std::array<uint8_t, kMaxBlockHeadersPrefix>& out) noexcept {
     const size_t outer = rlp::length(request_id) + rlp::length_of_list(headers_bytes);
     uint8_t* p = out.data();
-    p = put_list_header(p, outer);
-    p = put_uint(p, request_id);
-    p = put_list_header(p, headers_bytes);
+    p = rlp::write_list_header(p, outer);
+    p = rlp::write_uint(p, request_id);
+    p = rlp::write_list_header(p, headers_bytes);
     return static_cast<size_t>(p - out.data());
 }
 
@@ -419,32 +493,161 @@ Result<BlockHeadersMessage> BlockHeadersMessage::decode(ByteView payload) noexce
 // ---- requests answered empty --------------------------------------------------------------------
 
 Result<HashListRequest> HashListRequest::decode(ByteView payload) noexcept {
-    auto envelope = open_id_and_list(payload);
-    if (!envelope) return envelope.error();
+    auto items = open_message(payload);
+    if (!items) return items.error();
     HashListRequest r;
-    r.request_id = envelope->request_id;
-    for (ByteView rest = envelope->list; !rest.empty(); ++r.count) {
-        auto hash = rlp::decode_hash(rest);
-        if (!hash) return hash.error();
-    }
+    Fields f{*items};
+    f.into(r.request_id, &Fields::u64).into(r.count, &Fields::hash_count);
+    if (auto d = f.finish(); !d) return d.error();
+    return r;
+}
+
+Result<GetReceiptsRequest70> GetReceiptsRequest70::decode(ByteView payload) noexcept {
+    auto items = open_message(payload);
+    if (!items) return items.error();
+    GetReceiptsRequest70 r;
+    Fields f{*items};
+    f.into(r.request_id, &Fields::u64)
+        .into(r.first_block_receipt_index, &Fields::u64)
+        .into(r.count, &Fields::hash_count);
+    if (auto d = f.finish(); !d) return d.error();
+    return r;
+}
+
+Result<GetCellsRequest> GetCellsRequest::decode(ByteView payload) noexcept {
+    auto items = open_message(payload);
+    if (!items) return items.error();
+    GetCellsRequest r;
+    Fields f{*items};
+    f.into(r.request_id, &Fields::u64).into(r.count, &Fields::hash_count).into(r.cells, &Fields::cell_bitmap);
+    if (auto d = f.finish(); !d) return d.error();
     return r;
 }
 
 Result<ResponseHead> ResponseHead::peek(ByteView payload) noexcept {
-    auto envelope = open_id_and_list(payload);
-    if (!envelope) return envelope.error();
+    auto items = open_message(payload);
+    if (!items) return items.error();
     ResponseHead r;
-    r.request_id = envelope->request_id;
-    for (ByteView rest = envelope->list; !rest.empty(); ++r.items) {
-        if (auto item = rlp::next_item(rest); !item) return item.error();
-    }
+    Fields f{*items};
+    f.into(r.request_id, &Fields::u64).into(r.items, &Fields::item_count);
+    if (auto d = f.finish(); !d) return d.error();
     return r;
 }
 
+Result<ResponseHead> ResponseHead::peek(uint64_t version, MessageId id, ByteView payload) noexcept {
+    if (role_of(version, static_cast<uint64_t>(id)) != MessageRole::kResponse) return MessageError::kWrongMessage;
+    if (id == MessageId::kReceipts && version >= kEth70) {
+        auto items = open_message(payload);
+        if (!items) return items.error();
+        ResponseHead r;
+        bool last_block_incomplete = false;
+        Fields f{*items};
+        f.into(r.request_id, &Fields::u64)
+            .into(last_block_incomplete, &Fields::flag)
+            .into(r.items, &Fields::item_count);
+        if (auto d = f.finish(); !d) return d.error();
+        return r;
+    }
+    if (id == MessageId::kCells) {
+        auto items = open_message(payload);
+        if (!items) return items.error();
+        ResponseHead r;
+        size_t hashes = 0;
+        CellBitmap cells{};
+        Fields f{*items};
+        f.into(r.request_id, &Fields::u64)
+            .into(hashes, &Fields::hash_count)
+            .into(r.items, &Fields::item_count)
+            .into(cells, &Fields::cell_bitmap);
+        if (auto d = f.finish(); !d) return d.error();
+        return r;
+    }
+    return peek(payload);
+}
+
 void encode_empty_reply(Bytes& out, uint64_t request_id) {
-    rlp::encode_header(out, {true, rlp::length(request_id) + 1});
-    rlp::encode(out, request_id);
-    out.push_back(0xc0);
+    std::array<uint8_t, 2 * rlp::kMaxHeaderLength + 1> buf;
+    uint8_t* p = rlp::write_list_header(buf.data(), rlp::length(request_id) + 1);
+    p = rlp::write_uint(p, request_id);
+    *p++ = 0xc0;
+    out.insert(out.end(), buf.data(), p);
+}
+
+void encode_empty_receipts70(Bytes& out, uint64_t request_id) {
+    std::array<uint8_t, 2 * rlp::kMaxHeaderLength + 2> buf;
+    uint8_t* p = rlp::write_list_header(buf.data(), rlp::length(request_id) + 2);
+    p = rlp::write_uint(p, request_id);
+    *p++ = 0x80;  // lastBlockIncomplete = false
+    *p++ = 0xc0;
+    out.insert(out.end(), buf.data(), p);
+}
+
+void encode_unavailable_block_access_lists(Bytes& out, uint64_t request_id, size_t count) {
+    const size_t payload = rlp::length(request_id) + rlp::length_of_list(count);
+    std::array<uint8_t, 3 * rlp::kMaxHeaderLength> prefix;
+    uint8_t* p = rlp::write_list_header(prefix.data(), payload);
+    p = rlp::write_uint(p, request_id);
+    p = rlp::write_list_header(p, count);
+    out.reserve(out.size() + rlp::length_of_list(payload));
+    out.insert(out.end(), prefix.data(), p);
+    out.insert(out.end(), count, uint8_t{0x80});
+}
+
+void encode_empty_cells(Bytes& out, uint64_t request_id) {
+    constexpr size_t kBitmap = 1 + CellBitmap{}.size();  // 90 followed by 16 zero bytes
+    std::array<uint8_t, 2 * rlp::kMaxHeaderLength + 2 + kBitmap> buf{};
+    uint8_t* p = rlp::write_list_header(buf.data(), rlp::length(request_id) + 2 + kBitmap);
+    p = rlp::write_uint(p, request_id);
+    *p++ = 0xc0;  // no transaction hashes
+    *p++ = 0xc0;  // no cell groups
+    *p++ = static_cast<uint8_t>(0x80 + CellBitmap{}.size());
+    p += CellBitmap{}.size();  // buf is zero-filled: the empty bitmap
+    out.insert(out.end(), buf.data(), p);
+}
+
+Result<MessageId> answer_empty(uint64_t version, MessageId request, ByteView payload, Bytes& out) {
+    if (role_of(version, static_cast<uint64_t>(request)) != MessageRole::kEmptyAnsweredRequest) {
+        return MessageError::kWrongMessage;
+    }
+    switch (request) {
+        case MessageId::kGetBlockBodies:
+        case MessageId::kGetPooledTransactions: {
+            auto r = HashListRequest::decode(payload);
+            if (!r) return r.error();
+            out.clear();
+            encode_empty_reply(out, r->request_id);
+            return request == MessageId::kGetBlockBodies ? MessageId::kBlockBodies : MessageId::kPooledTransactions;
+        }
+        case MessageId::kGetReceipts:
+            if (version >= kEth70) {
+                auto r = GetReceiptsRequest70::decode(payload);
+                if (!r) return r.error();
+                out.clear();
+                encode_empty_receipts70(out, r->request_id);
+            } else {
+                auto r = HashListRequest::decode(payload);
+                if (!r) return r.error();
+                out.clear();
+                encode_empty_reply(out, r->request_id);
+            }
+            return MessageId::kReceipts;
+        case MessageId::kGetBlockAccessLists: {
+            auto r = HashListRequest::decode(payload);
+            if (!r) return r.error();
+            out.clear();
+            encode_unavailable_block_access_lists(out, r->request_id, std::min(r->count, kMaxBlockAccessListsServed));
+            return MessageId::kBlockAccessLists;
+        }
+        case MessageId::kGetCells: {
+            auto r = GetCellsRequest::decode(payload);
+            if (!r) return r.error();
+            out.clear();
+            encode_empty_cells(out, r->request_id);
+            return MessageId::kCells;
+        }
+        default:
+            return MessageError::kWrongMessage;
+    }
 }
 
 // ---- BlockRangeUpdate ---------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 #pragma once
 
-// eth/68 and eth/69 messages a header server sends and reads. Each message is a small struct with
+// eth/68..eth/72 messages a header server sends and reads. Each message is a small struct with
 // encode (appends the RLP payload to a caller-owned buffer) and a noexcept decode (exactly one
 // payload, nothing after it). Ids are relative to the eth offset (0x10 when eth is the only shared
-// capability). Layouts, limits and test vectors: docs/wire.md.
+// capability). role_of() is the one classification of incoming messages, answer_empty() the one
+// answer to every request headerd cannot serve. Layouts, limits and test vectors: docs/wire.md.
 
 #include <array>
 #include <cstddef>
@@ -23,7 +24,10 @@
 namespace headerd::eth {
 
 inline constexpr uint64_t kEth68 = 68;
-inline constexpr uint64_t kEth69 = 69;
+inline constexpr uint64_t kEth69 = 69;  // Status with a block range, BlockRangeUpdate
+inline constexpr uint64_t kEth70 = 70;  // partial receipt lists (EIP-7975)
+inline constexpr uint64_t kEth71 = 71;  // block access lists (EIP-8159)
+inline constexpr uint64_t kEth72 = 72;  // cell-level blob relay (EIP-8070)
 
 // geth drops a peer whose eth message is larger than this (maxMessageSize).
 inline constexpr size_t kMaxMessageSize = size_t{10} << 20;
@@ -42,18 +46,44 @@ enum class MessageId : uint8_t {
     kPooledTransactions = 0x0a,
     kGetReceipts = 0x0f,
     kReceipts = 0x10,
-    kBlockRangeUpdate = 0x11,  // eth/69+
+    kBlockRangeUpdate = 0x11,     // eth/69+
+    kGetBlockAccessLists = 0x12,  // eth/71+
+    kBlockAccessLists = 0x13,     // eth/71+
+    kGetCells = 0x14,             // eth/72
+    kCells = 0x15,                // eth/72
 };
 
-// Size of the message-id space of an eth version: 17 for eth/68, 18 for eth/69; 0 if unknown.
+// Size of the message-id space of an eth version: 17 for eth/68, 18 for eth/69 and eth/70, 20 for
+// eth/71, 22 for eth/72; 0 for a version headerd does not speak.
 uint64_t message_space(uint64_t version) noexcept;
-// Whether relative id `id` names a message of `version` (0x0b..0x0e are unused since eth/67;
-// 0x11 exists from eth/69).
+// Whether relative id `id` names a message of `version` (0x0b..0x0e are unused since eth/67).
 bool is_message_of(uint64_t version, uint64_t id) noexcept;
-// "GetBlockHeaders", ...; "unknown" otherwise. For logs and metric labels.
+// "GetBlockHeaders", ...; "unknown" otherwise. Names do not change between versions. For logs and
+// metric labels.
 std::string_view message_name(uint64_t id) noexcept;
-// The reply to a request this node answers with an empty list: GetBlockBodies -> BlockBodies,
-// GetReceipts -> Receipts, GetPooledTransactions -> PooledTransactions.
+// Whether `version` carries a block range (Status fields and BlockRangeUpdate): eth/69 and later.
+inline bool has_block_range(uint64_t version) noexcept { return version >= kEth69; }
+
+// What a header server does with each incoming eth message.
+enum class MessageRole : uint8_t {
+    kStatus,                // handshake only; a second one is a protocol breach
+    kHeaderRequest,         // GetBlockHeaders: serve
+    kEmptyAnsweredRequest,  // a request for data headerd does not keep: answer_empty()
+    kResponse,              // a reply: match it against a pending request (unsolicited: drop or breach)
+    kGossip,                // announcements and broadcasts: ignore
+    kRangeUpdate,           // BlockRangeUpdate: decode and validate
+    kInvalid,               // not a message of this version: protocol breach
+};
+
+// The role of relative id `relative_id` in eth `version`; kInvalid for an id the version does not
+// define and for a version headerd does not speak. NewBlockHashes and NewBlock stay gossip in
+// every version: devp2p still lists them (even though geth refuses them from eth/69 on).
+MessageRole role_of(uint64_t version, uint64_t relative_id) noexcept;
+std::string_view to_string(MessageRole role) noexcept;
+
+// Superseded by answer_empty(), which also knows the replies of eth/70+; kept until the sessions
+// move over. GetBlockBodies -> BlockBodies, GetReceipts -> Receipts, GetPooledTransactions ->
+// PooledTransactions.
 std::optional<MessageId> empty_reply_id(MessageId request) noexcept;
 
 enum class MessageError {
@@ -65,6 +95,9 @@ enum class MessageError {
     kVersionOverflow,      // Status version wider than 32 bits
     kEarliestAfterLatest,  // block range with earliest > latest
     kZeroLatestHash,       // block range whose latest hash is zero
+    kBadFlag,              // a {0, 1} field (Receipts lastBlockIncomplete) neither 0x80 nor 0x01
+    kWrongMessage,         // answer_empty()/peek() given an id that is not a request answered empty / a response of the
+                           // version
 };
 
 const std::error_category& message_category() noexcept;
@@ -157,28 +190,88 @@ struct BlockHeadersMessage {
     static Result<BlockHeadersMessage> decode(ByteView payload) noexcept;
 };
 
-// The envelope every eth/66+ response shares, [request id, [item...]], read without decoding the
-// items: what a request tracker checks before spending work on the body.
+// The envelope of a response, read without decoding its items: what a request tracker checks
+// before spending work on the body.
 struct ResponseHead {
     uint64_t request_id{0};
     size_t items{0};
+    // [request id, [item...]]: every response of eth/66..69, and of later versions all but
+    // Receipts and Cells.
     static Result<ResponseHead> peek(ByteView payload) noexcept;
+    // The envelope of response `id` in `version`: eth/70+ Receipts are
+    // [request id, lastBlockIncomplete, [receipt list...]] (items: the receipt lists), eth/72 Cells
+    // [request id, [hash...], [cell group...], cells B_16] (items: the cell groups, as geth's
+    // tracker counts them); the others as above. An id that is not a response of `version` is
+    // MessageError::kWrongMessage.
+    static Result<ResponseHead> peek(uint64_t version, MessageId id, ByteView payload) noexcept;
 };
 
 // ---- requests answered empty --------------------------------------------------------------------
 
-// GetBlockBodies (0x05), GetReceipts (0x0f), GetPooledTransactions (0x09): [request id, [hash...]].
-// headerd keeps no bodies, receipts or transactions, so only the id and the count are kept; every
-// hash must still be a 32-byte string.
+// headerd keeps no bodies, receipts, transactions, access lists or blobs. The decoders below read
+// such requests strictly anyway (a malformed request is a protocol breach like any other), but keep
+// only what the empty reply needs: the request id and the count of hashes, each checked to be a
+// 32-byte string.
+
+// GetBlockBodies (0x05), GetPooledTransactions (0x09), GetBlockAccessLists (0x12, eth/71+) and
+// eth/68-69 GetReceipts (0x0f): [request id, [hash...]]. Sessions should call answer_empty(), which
+// picks the layout by version; direct use is superseded.
 struct HashListRequest {
     uint64_t request_id{0};
     size_t count{0};
     static Result<HashListRequest> decode(ByteView payload) noexcept;
 };
 
-// [request id, []]: the valid empty BlockBodies, Receipts or PooledTransactions reply. (eth/70+
-// Receipts differ; headerd does not offer eth/70.)
+// eth/70+ GetReceipts (0x0f): [request id, firstBlockReceiptIndex, [block hash...]].
+struct GetReceiptsRequest70 {
+    static constexpr MessageId kId = MessageId::kGetReceipts;
+    uint64_t request_id{0};
+    uint64_t first_block_receipt_index{0};
+    size_t count{0};
+    static Result<GetReceiptsRequest70> decode(ByteView payload) noexcept;
+};
+
+// Which cell indices (0..127) of every blob are meant; geth sets index i as bit i % 8 (least
+// significant first) of byte i / 8. headerd never reads the bits.
+using CellBitmap = std::array<uint8_t, 16>;
+
+// eth/72 GetCells (0x14): [request id, [tx hash...], cells B_16].
+struct GetCellsRequest {
+    static constexpr MessageId kId = MessageId::kGetCells;
+    uint64_t request_id{0};
+    size_t count{0};
+    CellBitmap cells{};
+    static Result<GetCellsRequest> decode(ByteView payload) noexcept;
+};
+
+// Most entries of a BlockAccessLists reply (geth's maxBALsServe): a longer request is answered for
+// its first 1024 hashes, as geth does.
+inline constexpr size_t kMaxBlockAccessListsServed = 1024;
+
+// [request id, []]: the empty BlockBodies, PooledTransactions and eth/68-69 Receipts (direct use by
+// sessions is superseded by answer_empty()).
 void encode_empty_reply(Bytes& out, uint64_t request_id);
+// [request id, 0, []]: eth/70+ Receipts with no receipt list, lastBlockIncomplete false.
+void encode_empty_receipts70(Bytes& out, uint64_t request_id);
+// [request id, [80, 80, ...]] with `count` entries: a BlockAccessLists reply where every BAL is
+// unavailable. The empty string, not [], is the spec's "unavailable": [] is a valid (empty) BAL.
+void encode_unavailable_block_access_lists(Bytes& out, uint64_t request_id, size_t count);
+// [request id, [], [], 16 zero bytes]: Cells with nothing. The all-zero bitmap is a subset of
+// every request's bitmap and says "no cell index", so it is valid whatever was asked.
+void encode_empty_cells(Bytes& out, uint64_t request_id);
+
+// Answers a request of `version` that headerd cannot serve (role_of(...) == kEmptyAnsweredRequest):
+// decodes it strictly in that version's layout, then replaces `out` with the valid empty reply of
+// that version and returns the reply's id:
+//   GetBlockBodies -> BlockBodies [id, []]        GetPooledTransactions -> PooledTransactions [id, []]
+//   GetReceipts -> Receipts [id, []] (68, 69)     or [id, 0, []] (70+)
+//   GetBlockAccessLists -> BlockAccessLists [id, [80 x min(n, 1024)]] (71+)
+//   GetCells -> Cells [id, [], [], 00 x 16] (72)
+// A decode error leaves `out` as it was; the caller disconnects with protocol breach. A `request`
+// that is not such a request in `version` is MessageError::kWrongMessage. `out`'s capacity is
+// reused: it grows only for a reply larger than any before (replies are at most 29 bytes, except
+// BlockAccessLists: one byte per entry).
+Result<MessageId> answer_empty(uint64_t version, MessageId request, ByteView payload, Bytes& out);
 
 // ---- BlockRangeUpdate (0x11, eth/69) ------------------------------------------------------------
 

@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <limits>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/block_header.hpp"
@@ -504,21 +507,361 @@ TEST(BlockRangeUpdate, RoundTripsAndValidates) {
               MessageError::kTooManyFields);
 }
 
-// ---- ids ----------------------------------------------------------------------------------------
+// ---- ids and roles ------------------------------------------------------------------------------
 
 TEST(MessageIds, SpacesAndMembership) {
+    EXPECT_EQ(message_space(67), 0u);
     EXPECT_EQ(message_space(68), 17u);
     EXPECT_EQ(message_space(69), 18u);
-    EXPECT_EQ(message_space(70), 0u);
+    EXPECT_EQ(message_space(70), 18u);
+    EXPECT_EQ(message_space(71), 20u);
+    EXPECT_EQ(message_space(72), 22u);
+    EXPECT_EQ(message_space(73), 0u);
     EXPECT_TRUE(is_message_of(68, 0x03));
     EXPECT_TRUE(is_message_of(68, 0x10));
     EXPECT_FALSE(is_message_of(68, 0x11));
     EXPECT_TRUE(is_message_of(69, 0x11));
     EXPECT_FALSE(is_message_of(69, 0x12));
-    for (uint64_t id = 0x0b; id <= 0x0e; ++id) EXPECT_FALSE(is_message_of(69, id)) << id;
+    EXPECT_FALSE(is_message_of(70, 0x12));
+    EXPECT_TRUE(is_message_of(71, 0x13));
+    EXPECT_FALSE(is_message_of(71, 0x14));
+    EXPECT_TRUE(is_message_of(72, 0x15));
+    EXPECT_FALSE(is_message_of(72, 0x16));
+    for (uint64_t id = 0x0b; id <= 0x0e; ++id) EXPECT_FALSE(is_message_of(72, id)) << id;
     EXPECT_EQ(message_name(0x03), "GetBlockHeaders");
     EXPECT_EQ(message_name(0x11), "BlockRangeUpdate");
+    EXPECT_EQ(message_name(0x12), "GetBlockAccessLists");
+    EXPECT_EQ(message_name(0x13), "BlockAccessLists");
+    EXPECT_EQ(message_name(0x14), "GetCells");
+    EXPECT_EQ(message_name(0x15), "Cells");
     EXPECT_EQ(message_name(0x0d), "unknown");
+    EXPECT_EQ(message_name(0x16), "unknown");
+    EXPECT_FALSE(has_block_range(68));
+    for (uint64_t v = 69; v <= 72; ++v) EXPECT_TRUE(has_block_range(v)) << v;
+}
+
+TEST(MessageRoles, EveryIdOfEveryVersion) {
+    constexpr MessageRole S = MessageRole::kStatus, H = MessageRole::kHeaderRequest,
+                          E = MessageRole::kEmptyAnsweredRequest, R = MessageRole::kResponse, G = MessageRole::kGossip,
+                          U = MessageRole::kRangeUpdate, X = MessageRole::kInvalid;
+    // Ids 0x00..0x15, from the message list of devp2p caps/eth.md and its change log.
+    struct Case {
+        uint64_t version;
+        std::array<MessageRole, 0x16> roles;
+    };
+    const Case kCases[] = {
+        {68, {S, G, G, H, R, E, R, G, G, E, R, X, X, X, X, E, R, X, X, X, X, X}},
+        {69, {S, G, G, H, R, E, R, G, G, E, R, X, X, X, X, E, R, U, X, X, X, X}},
+        {70, {S, G, G, H, R, E, R, G, G, E, R, X, X, X, X, E, R, U, X, X, X, X}},
+        {71, {S, G, G, H, R, E, R, G, G, E, R, X, X, X, X, E, R, U, E, R, X, X}},
+        {72, {S, G, G, H, R, E, R, G, G, E, R, X, X, X, X, E, R, U, E, R, E, R}},
+    };
+    for (const Case& c : kCases) {
+        uint64_t defined = 0;
+        for (uint64_t id = 0; id < 0x40; ++id) {
+            const MessageRole want = id < c.roles.size() ? c.roles[id] : X;
+            EXPECT_EQ(role_of(c.version, id), want) << "eth/" << c.version << " id " << id;
+            EXPECT_EQ(is_message_of(c.version, id), want != X) << "eth/" << c.version << " id " << id;
+            if (want != X) {
+                defined = id + 1;
+                EXPECT_NE(message_name(id), "unknown") << id;
+            }
+        }
+        EXPECT_EQ(defined, message_space(c.version)) << c.version;
+        EXPECT_EQ(role_of(c.version, kMax), X);
+    }
+    for (uint64_t version : {uint64_t{0}, uint64_t{66}, uint64_t{67}, uint64_t{73}, kMax}) {
+        for (uint64_t id = 0; id < 0x40; ++id) EXPECT_EQ(role_of(version, id), X) << version << " " << id;
+    }
+    EXPECT_EQ(to_string(MessageRole::kEmptyAnsweredRequest), "empty_answered_request");
+    EXPECT_EQ(to_string(MessageRole::kInvalid), "invalid");
+}
+
+// ---- answer_empty -------------------------------------------------------------------------------
+
+const std::string kHash = "a0" + std::string(64, 'a');
+const std::string kHash31 = "9f" + std::string(62, 'a');
+const std::string kHash33 = "a1" + std::string(66, 'a');
+constexpr std::string_view kBitmap = "90ffffffffffffffffffffffffffffffff";   // B_16, every cell
+constexpr std::string_view kNoCells = "9000000000000000000000000000000000";  // B_16, no cell
+
+// A list of raw items given as one hex string: list_of({...}) for a nested list.
+std::string hex_list(std::initializer_list<std::string_view> items) { return to_hex(list_of(items)); }
+
+struct Answer {
+    Result<MessageId> id;
+    std::string reply;
+};
+
+Answer answer(uint64_t version, MessageId request, const Bytes& payload) {
+    Bytes out = {0xee};  // replaced on success, kept on error
+    auto id = answer_empty(version, request, payload, out);
+    return {id, to_hex(out)};
+}
+
+void expect_reply(uint64_t version, MessageId request, const Bytes& payload, MessageId reply_id,
+                  std::string_view reply) {
+    SCOPED_TRACE(testing::Message() << "eth/" << version << " " << message_name(static_cast<uint64_t>(request)));
+    const Answer a = answer(version, request, payload);
+    ASSERT_TRUE(a.id) << a.id.error().message();
+    EXPECT_EQ(*a.id, reply_id);
+    EXPECT_EQ(a.reply, reply);
+    // The reply is a well-formed response of that version, echoing the id, with no item.
+    auto head = ResponseHead::peek(version, reply_id, hex(reply));
+    ASSERT_TRUE(head) << head.error().message();
+    EXPECT_EQ(head->request_id, [&] {
+        ByteView in{payload};
+        ByteView items = *rlp::decode_list(in);
+        return *rlp::decode_uint64(items);
+    }());
+}
+
+void expect_refused(uint64_t version, MessageId request, const Bytes& payload, std::error_code error) {
+    SCOPED_TRACE(testing::Message() << "eth/" << version << " " << message_name(static_cast<uint64_t>(request)) << " "
+                                    << to_hex(payload));
+    const Answer a = answer(version, request, payload);
+    ASSERT_FALSE(a.id);
+    EXPECT_EQ(a.id.error(), error) << a.id.error().message();
+    EXPECT_EQ(a.reply, "ee");
+}
+
+constexpr uint64_t kAllVersions[] = {68, 69, 70, 71, 72};
+
+TEST(AnswerEmpty, BodiesAndPooledTransactionsAreTheSameInEveryVersion) {
+    for (uint64_t v : kAllVersions) {
+        for (auto [request, reply] : {std::pair{MessageId::kGetBlockBodies, MessageId::kBlockBodies},
+                                      std::pair{MessageId::kGetPooledTransactions, MessageId::kPooledTransactions}}) {
+            expect_reply(v, request, list_of({"820457", hex_list({kHash, kHash})}), reply, "c4820457c0");
+            expect_reply(v, request, list_of({"820457", "c0"}), reply, "c4820457c0");
+            expect_reply(v, request, list_of({"80", hex_list({kHash})}), reply, "c280c0");
+            expect_reply(v, request, list_of({"88ffffffffffffffff", hex_list({kHash})}), reply,
+                         "ca88ffffffffffffffffc0");
+            expect_refused(v, request, list_of({"820457", hex_list({kHash, kHash31})}),
+                           rlp::DecodeError::kUnexpectedLength);
+            expect_refused(v, request, list_of({"820457", hex_list({kHash33})}), rlp::DecodeError::kUnexpectedLength);
+            expect_refused(v, request, list_of({"820457", hex_list({"c0"})}), rlp::DecodeError::kUnexpectedList);
+            expect_refused(v, request, list_of({"820457"}), MessageError::kTooFewFields);
+            expect_refused(v, request, list_of({"820457", hex_list({kHash}), "80"}), MessageError::kTooManyFields);
+            expect_refused(v, request, list_of({"820457", "80"}), rlp::DecodeError::kUnexpectedString);
+            expect_refused(v, request, list_of({"89010000000000000000", "c0"}), rlp::DecodeError::kIntegerOverflow);
+            Bytes trailing = list_of({"820457", "c0"});
+            trailing.push_back(0xc0);
+            expect_refused(v, request, trailing, rlp::DecodeError::kTrailingBytes);
+        }
+    }
+}
+
+TEST(AnswerEmpty, ReceiptsOfEth68And69AreIdAndEmptyList) {
+    for (uint64_t v : {68, 69}) {
+        expect_reply(v, MessageId::kGetReceipts, list_of({"820457", hex_list({kHash, kHash})}), MessageId::kReceipts,
+                     "c4820457c0");
+        expect_refused(v, MessageId::kGetReceipts, list_of({"820457", hex_list({kHash31})}),
+                       rlp::DecodeError::kUnexpectedLength);
+        expect_refused(v, MessageId::kGetReceipts, list_of({"820457"}), MessageError::kTooFewFields);
+        expect_refused(v, MessageId::kGetReceipts, list_of({"820457", "c0", "c0"}), MessageError::kTooManyFields);
+        // The eth/70 layout [id, firstBlockReceiptIndex, [hash...]] is not an eth/68-69 request.
+        expect_refused(v, MessageId::kGetReceipts, list_of({"820457", "80", hex_list({kHash})}),
+                       rlp::DecodeError::kUnexpectedString);
+    }
+}
+
+TEST(AnswerEmpty, ReceiptsOfEth70OnAreIdCompleteFlagAndEmptyList) {
+    for (uint64_t v : {70, 71, 72}) {
+        // [1111, lastBlockIncomplete = 0, []], whatever the first index asked.
+        expect_reply(v, MessageId::kGetReceipts, list_of({"820457", "80", hex_list({kHash, kHash})}),
+                     MessageId::kReceipts, "c582045780c0");
+        expect_reply(v, MessageId::kGetReceipts, list_of({"820457", "05", hex_list({kHash})}), MessageId::kReceipts,
+                     "c582045780c0");
+        expect_reply(v, MessageId::kGetReceipts, list_of({"80", "88ffffffffffffffff", "c0"}), MessageId::kReceipts,
+                     "c38080c0");
+        expect_refused(v, MessageId::kGetReceipts, list_of({"820457", "80", hex_list({kHash, kHash31})}),
+                       rlp::DecodeError::kUnexpectedLength);
+        expect_refused(v, MessageId::kGetReceipts, list_of({"820457", "80"}), MessageError::kTooFewFields);
+        expect_refused(v, MessageId::kGetReceipts, list_of({"820457"}), MessageError::kTooFewFields);
+        expect_refused(v, MessageId::kGetReceipts, list_of({"820457", "80", "c0", "80"}), MessageError::kTooManyFields);
+        expect_refused(v, MessageId::kGetReceipts, list_of({"820457", "00", "c0"}),
+                       rlp::DecodeError::kLeadingZeroInInteger);
+        expect_refused(v, MessageId::kGetReceipts, list_of({"820457", "89010000000000000000", "c0"}),
+                       rlp::DecodeError::kIntegerOverflow);
+        // The eth/68-69 layout [id, [hash...]] is not an eth/70 request.
+        expect_refused(v, MessageId::kGetReceipts, list_of({"820457", hex_list({kHash})}),
+                       rlp::DecodeError::kUnexpectedList);
+        expect_refused(v, MessageId::kGetReceipts, list_of({"820457", "c0"}), rlp::DecodeError::kUnexpectedList);
+    }
+}
+
+TEST(AnswerEmpty, BlockAccessListsAnswerEveryHashUnavailable) {
+    for (uint64_t v : {71, 72}) {
+        expect_reply(v, MessageId::kGetBlockAccessLists, list_of({"820457", hex_list({kHash, kHash, kHash})}),
+                     MessageId::kBlockAccessLists, "c7820457c3808080");
+        expect_reply(v, MessageId::kGetBlockAccessLists, list_of({"820457", "c0"}), MessageId::kBlockAccessLists,
+                     "c4820457c0");
+        expect_refused(v, MessageId::kGetBlockAccessLists, list_of({"820457", hex_list({kHash, kHash31})}),
+                       rlp::DecodeError::kUnexpectedLength);
+        expect_refused(v, MessageId::kGetBlockAccessLists, list_of({"820457"}), MessageError::kTooFewFields);
+        expect_refused(v, MessageId::kGetBlockAccessLists, list_of({"820457", "c0", "80"}),
+                       MessageError::kTooManyFields);
+
+        // 56 hashes: the entries need a long-form list header; 1025: only the first 1024 are answered.
+        for (size_t n : {size_t{56}, size_t{1024}, size_t{1025}, size_t{3000}}) {
+            Bytes hashes;
+            for (size_t i = 0; i < n; ++i) append(hashes, hex(kHash));
+            Bytes list;
+            rlp::encode_header(list, {true, hashes.size()});
+            append(list, hashes);
+            const Bytes payload = list_of({"820457", to_hex(list)});
+            const size_t entries = std::min(n, kMaxBlockAccessListsServed);
+            Bytes want;
+            rlp::encode_header(want, {true, 3 + rlp::length_of_list(entries)});
+            append(want, hex("820457"));
+            rlp::encode_header(want, {true, entries});
+            want.insert(want.end(), entries, 0x80);
+            expect_reply(v, MessageId::kGetBlockAccessLists, payload, MessageId::kBlockAccessLists, to_hex(want));
+            auto head = ResponseHead::peek(v, MessageId::kBlockAccessLists, want);
+            ASSERT_TRUE(head);
+            EXPECT_EQ(head->items, entries);
+        }
+    }
+}
+
+TEST(AnswerEmpty, CellsAnswerNothingWithTheEmptyBitmap) {
+    const std::string want = "d6820457c0c0" + std::string(kNoCells);
+    expect_reply(72, MessageId::kGetCells, list_of({"820457", hex_list({kHash, kHash}), kBitmap}), MessageId::kCells,
+                 want);
+    expect_reply(72, MessageId::kGetCells, list_of({"820457", "c0", kNoCells}), MessageId::kCells, want);
+    expect_reply(72, MessageId::kGetCells, list_of({"88ffffffffffffffff", hex_list({kHash}), kBitmap}),
+                 MessageId::kCells, "dc88ffffffffffffffffc0c0" + std::string(kNoCells));
+    // The bitmap is exactly 16 bytes.
+    expect_refused(72, MessageId::kGetCells, list_of({"820457", hex_list({kHash}), "8f" + std::string(30, 'f')}),
+                   rlp::DecodeError::kUnexpectedLength);
+    expect_refused(72, MessageId::kGetCells, list_of({"820457", hex_list({kHash}), "91" + std::string(34, 'f')}),
+                   rlp::DecodeError::kUnexpectedLength);
+    expect_refused(72, MessageId::kGetCells, list_of({"820457", hex_list({kHash}), "80"}),
+                   rlp::DecodeError::kUnexpectedLength);
+    expect_refused(72, MessageId::kGetCells, list_of({"820457", hex_list({kHash}), "c0"}),
+                   rlp::DecodeError::kUnexpectedList);
+    expect_refused(72, MessageId::kGetCells, list_of({"820457", hex_list({kHash31}), kBitmap}),
+                   rlp::DecodeError::kUnexpectedLength);
+    expect_refused(72, MessageId::kGetCells, list_of({"820457", hex_list({kHash})}), MessageError::kTooFewFields);
+    expect_refused(72, MessageId::kGetCells, list_of({"820457", hex_list({kHash}), kBitmap, "80"}),
+                   MessageError::kTooManyFields);
+    // Bitmap and hashes swapped.
+    expect_refused(72, MessageId::kGetCells, list_of({"820457", kBitmap, hex_list({kHash})}),
+                   rlp::DecodeError::kUnexpectedString);
+}
+
+TEST(AnswerEmpty, OnlyRequestsOfTheVersionAnsweredEmpty) {
+    const Bytes hashes = list_of({"820457", hex_list({kHash})});
+    for (uint64_t v : {68, 69, 70}) {
+        expect_refused(v, MessageId::kGetBlockAccessLists, hashes, MessageError::kWrongMessage);
+    }
+    for (uint64_t v : {68, 69, 70, 71}) {
+        expect_refused(v, MessageId::kGetCells, list_of({"820457", hex_list({kHash}), kBitmap}),
+                       MessageError::kWrongMessage);
+    }
+    for (uint64_t v : kAllVersions) {
+        for (MessageId id : {MessageId::kStatus, MessageId::kGetBlockHeaders, MessageId::kBlockBodies,
+                             MessageId::kReceipts, MessageId::kTransactions, MessageId::kBlockRangeUpdate}) {
+            expect_refused(v, id, hashes, MessageError::kWrongMessage);
+        }
+    }
+    expect_refused(67, MessageId::kGetBlockBodies, hashes, MessageError::kWrongMessage);
+    expect_refused(73, MessageId::kGetBlockBodies, hashes, MessageError::kWrongMessage);
+}
+
+TEST(AnswerEmpty, EveryTruncationIsRefused) {
+    struct Case {
+        uint64_t version;
+        MessageId id;
+        Bytes payload;
+    };
+    const Case kCases[] = {
+        {68, MessageId::kGetReceipts, list_of({"820457", hex_list({kHash, kHash})})},
+        {70, MessageId::kGetReceipts, list_of({"820457", "05", hex_list({kHash, kHash})})},
+        {71, MessageId::kGetBlockAccessLists, list_of({"820457", hex_list({kHash})})},
+        {72, MessageId::kGetCells, list_of({"820457", hex_list({kHash}), kBitmap})},
+        {72, MessageId::kGetPooledTransactions, list_of({"820457", hex_list({kHash})})},
+    };
+    for (const Case& c : kCases) {
+        Bytes out;
+        ASSERT_TRUE(answer_empty(c.version, c.id, c.payload, out));
+        for (size_t n = 0; n < c.payload.size(); ++n) {
+            EXPECT_FALSE(answer_empty(c.version, c.id, ByteView{c.payload}.first(n), out)) << c.version << " " << n;
+        }
+    }
+}
+
+TEST(EmptyReplies, EncodersOfEachVersionsEmptyReply) {
+    Bytes out;
+    encode_empty_receipts70(out, 1111);
+    EXPECT_EQ(to_hex(out), "c582045780c0");
+    out.clear();
+    encode_empty_receipts70(out, kMax);
+    EXPECT_EQ(to_hex(out), "cb88ffffffffffffffff80c0");
+    out.clear();
+    encode_unavailable_block_access_lists(out, 0, 2);
+    EXPECT_EQ(to_hex(out), "c480c28080");
+    out.clear();
+    encode_unavailable_block_access_lists(out, 1111, 0);
+    EXPECT_EQ(to_hex(out), kEmpty1111);
+    out.clear();
+    encode_empty_cells(out, 0);
+    EXPECT_EQ(to_hex(out), "d480c0c0" + std::string(kNoCells));
+    // Encoders append, like every other encoder.
+    out = {0x01};
+    encode_empty_reply(out, 1111);
+    EXPECT_EQ(to_hex(out), "01c4820457c0");
+}
+
+// ---- responses of each version ------------------------------------------------------------------
+
+TEST(ResponseHead, PeeksTheEnvelopeOfEachVersionsResponses) {
+    for (uint64_t v : {68, 69}) {
+        auto head = ResponseHead::peek(v, MessageId::kReceipts, list_of({"820457", "c2c0c0"}));
+        ASSERT_TRUE(head) << head.error().message();
+        EXPECT_EQ(head->items, 2u);
+        EXPECT_FALSE(ResponseHead::peek(v, MessageId::kReceipts, list_of({"820457", "80", "c2c0c0"})));
+    }
+    for (uint64_t v : {70, 71, 72}) {
+        auto head = ResponseHead::peek(v, MessageId::kReceipts, list_of({"820457", "01", "c2c0c0"}));
+        ASSERT_TRUE(head) << head.error().message();
+        EXPECT_EQ(head->request_id, 1111u);
+        EXPECT_EQ(head->items, 2u);
+        EXPECT_EQ(ResponseHead::peek(v, MessageId::kReceipts, list_of({"820457", "02", "c0"})).error(),
+                  MessageError::kBadFlag);
+        EXPECT_EQ(ResponseHead::peek(v, MessageId::kReceipts, list_of({"820457", "00", "c0"})).error(),
+                  MessageError::kBadFlag);
+        EXPECT_EQ(ResponseHead::peek(v, MessageId::kReceipts, list_of({"820457", "c2c0c0"})).error(),
+                  MessageError::kBadFlag);
+        EXPECT_EQ(ResponseHead::peek(v, MessageId::kReceipts, list_of({"820457", "80", "c0", "c0"})).error(),
+                  MessageError::kTooManyFields);
+        head = ResponseHead::peek(v, MessageId::kBlockHeaders, hex(kBlockHeaders1111));
+        ASSERT_TRUE(head);
+        EXPECT_EQ(head->items, 1u);
+    }
+    auto bals = ResponseHead::peek(71, MessageId::kBlockAccessLists, list_of({"820457", "c380c080"}));
+    ASSERT_TRUE(bals);
+    EXPECT_EQ(bals->items, 3u);
+
+    // Cells: the groups are counted; hashes must be 32 bytes and the bitmap 16.
+    auto cells =
+        ResponseHead::peek(72, MessageId::kCells, list_of({"820457", hex_list({kHash, kHash}), "c2c0c0", kBitmap}));
+    ASSERT_TRUE(cells) << cells.error().message();
+    EXPECT_EQ(cells->items, 2u);
+    EXPECT_EQ(
+        ResponseHead::peek(72, MessageId::kCells, list_of({"820457", hex_list({kHash31}), "c1c0", kBitmap})).error(),
+        rlp::DecodeError::kUnexpectedLength);
+    EXPECT_EQ(ResponseHead::peek(72, MessageId::kCells, list_of({"820457", "c0", "c0", "80"})).error(),
+              rlp::DecodeError::kUnexpectedLength);
+    EXPECT_EQ(ResponseHead::peek(72, MessageId::kCells, list_of({"820457", "c0", "c0"})).error(),
+              MessageError::kTooFewFields);
+
+    EXPECT_EQ(ResponseHead::peek(70, MessageId::kBlockAccessLists, list_of({"820457", "c0"})).error(),
+              MessageError::kWrongMessage);
+    EXPECT_EQ(ResponseHead::peek(71, MessageId::kCells, list_of({"820457", "c0", "c0", kNoCells})).error(),
+              MessageError::kWrongMessage);
+    EXPECT_EQ(ResponseHead::peek(72, MessageId::kGetBlockBodies, list_of({"820457", "c0"})).error(),
+              MessageError::kWrongMessage);
 }
 
 }  // namespace
