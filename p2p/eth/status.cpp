@@ -92,6 +92,33 @@ StatusMessage69 make_status69(const ChainConfig& config, const db::Head& head) {
     return s;
 }
 
+void encode_status(uint64_t version, const ChainConfig& config, const db::Head& head, Bytes& out) {
+    if (!has_block_range(version)) {
+        StatusMessage68 s = make_status68(config, head);
+        s.version = static_cast<uint32_t>(version);
+        s.encode(out);
+        return;
+    }
+    StatusMessage69 s = make_status69(config, head);
+    s.version = static_cast<uint32_t>(version);
+    s.encode(out);
+}
+
+StatusCheck check_status(uint64_t version, ByteView payload, const ChainConfig& config, uint64_t head_number,
+                         uint64_t head_time) {
+    const auto malformed = [](const std::error_code& ec) {
+        return StatusRejection{ec, "Status: " + ec.message(), p2p::DisconnectReason::kProtocolBreach};
+    };
+    if (!has_block_range(version)) {
+        auto s = StatusMessage68::decode(payload);
+        if (!s) return malformed(s.error());
+        return validate_status(*s, config, head_number, head_time, version);
+    }
+    auto s = StatusMessage69::decode(payload);
+    if (!s) return malformed(s.error());
+    return validate_status(*s, config, head_number, head_time, version);
+}
+
 BlockRangeUpdate make_block_range_update(const db::Head& head) { return {head.number, head.number, head.hash}; }
 
 StatusCheck validate_status(const StatusMessage68& remote, const ChainConfig& config, uint64_t head_number,

@@ -1,9 +1,12 @@
 #pragma once
 
 // The eth handshake's Status: what we send (built from the chain config and the head) and the
-// checks a remote Status must pass (geth's readStatus68/69). Every failure has its own code and a
-// message naming the field and both values; all map to Disconnect 0x10 (subprotocol error), the
-// reason geth sends. docs/wire.md describes the eth/69 range we advertise.
+// checks a remote Status must pass (geth's readStatus). encode_status/check_status take the
+// negotiated version and pick the layout, so a session never branches on it: eth/68 has its own,
+// every later version uses eth/69's. Every check failure has its own code and a message naming the
+// field and both values, and maps to Disconnect 0x10 (subprotocol error), the reason geth sends; a
+// Status that does not decode is a protocol breach (0x02). docs/wire.md describes the range we
+// advertise.
 
 #include <cstdint>
 #include <string>
@@ -31,24 +34,35 @@ const std::error_category& status_category() noexcept;
 std::error_code make_error_code(StatusError e) noexcept;
 
 struct StatusRejection {
-    std::error_code code;  // a StatusError
+    std::error_code code;  // a StatusError, or the decode error of a malformed Status
     std::string message;   // e.g. "network id mismatch: remote 5, local 1"
     p2p::DisconnectReason reason{p2p::DisconnectReason::kSubprotocolError};
 };
 
 using StatusCheck = boost::system::result<void, StatusRejection>;
 
-// Our Status for eth/68: total difficulty and hash of the head, forkid at the head.
+// Appends our Status for the negotiated `version` to `out`: the eth/68 layout for 68, the eth/69
+// layout carrying `version` for 69 and later.
+void encode_status(uint64_t version, const ChainConfig& config, const db::Head& head, Bytes& out);
+
+// Decodes the peer's Status in the layout of the negotiated `version` and checks it against our
+// chain (validate_status). A decode failure is a rejection with the decode error as code and
+// reason kProtocolBreach; a failed check is a StatusError with kSubprotocolError.
+StatusCheck check_status(uint64_t version, ByteView payload, const ChainConfig& config, uint64_t head_number,
+                         uint64_t head_time);
+
+// Our Status for eth/68: total difficulty and hash of the head, forkid at the head. (Sessions:
+// superseded by encode_status.)
 StatusMessage68 make_status68(const ChainConfig& config, const db::Head& head);
-// Our Status for eth/69. headerd serves headers only, so the full-block range it advertises is the
-// honest minimum: earliest = latest = head.
+// Our Status for eth/69 (version 69; encode_status sets later versions). headerd serves headers
+// only, so the full-block range it advertises is the honest minimum: earliest = latest = head.
 StatusMessage69 make_status69(const ChainConfig& config, const db::Head& head);
-// The range update sent whenever the head changes (eth/69), same range as make_status69.
+// The range update sent whenever the head changes (eth/69+), same range as make_status69.
 BlockRangeUpdate make_block_range_update(const db::Head& head);
 
 // Checks a remote Status against our chain and the version negotiated in Hello. Order as geth:
-// network id, version, genesis, forkid (against our head number and time), then for eth/69 the
-// block range.
+// network id, version, genesis, forkid (against our head number and time), then for eth/69+ the
+// block range. (Sessions: superseded by check_status.)
 StatusCheck validate_status(const StatusMessage68& remote, const ChainConfig& config, uint64_t head_number,
                             uint64_t head_time, uint64_t negotiated_version);
 StatusCheck validate_status(const StatusMessage69& remote, const ChainConfig& config, uint64_t head_number,

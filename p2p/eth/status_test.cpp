@@ -153,6 +153,114 @@ TEST(ValidateStatus, Eth69RangeMustBeOrderedWithNonZeroHash) {
     EXPECT_TRUE(validate_status(s, mainnet_config(), kTipNumber, kTipTime, 69));
 }
 
+// ---- version-generic pair ----------------------------------------------------------------------
+
+TEST(EncodeStatus, PicksTheLayoutOfTheNegotiatedVersion) {
+    const db::Head head{kTipNumber, kHeadHash, U256("58750003716598352816469"), kTipTime};
+    Bytes out;
+    encode_status(68, mainnet_config(), head, out);
+    Bytes want;
+    make_status68(mainnet_config(), head).encode(want);
+    EXPECT_EQ(to_hex(out), to_hex(want));
+
+    for (uint64_t v : {69, 70, 71, 72}) {
+        SCOPED_TRACE(v);
+        out.clear();
+        encode_status(v, mainnet_config(), head, out);
+        StatusMessage69 s = make_status69(mainnet_config(), head);
+        s.version = static_cast<uint32_t>(v);
+        want.clear();
+        s.encode(want);
+        EXPECT_EQ(to_hex(out), to_hex(want));
+        // [v, 1, genesis, ...]: only the first field differs between 69 and later.
+        EXPECT_EQ(to_hex(out).substr(0, 8), "f855" + to_hex(Bytes{static_cast<uint8_t>(v)}) + "01");
+        auto back = StatusMessage69::decode(out);
+        ASSERT_TRUE(back);
+        EXPECT_EQ(back->version, v);
+        EXPECT_EQ(back->earliest, kTipNumber);
+        // What we send passes our own check at that version.
+        EXPECT_TRUE(check_status(v, out, mainnet_config(), kTipNumber, kTipTime));
+    }
+    // encode_status appends.
+    out = {0x01};
+    encode_status(72, mainnet_config(), head, out);
+    EXPECT_EQ(out[0], 0x01);
+    EXPECT_EQ(out[1], 0xf8);
+}
+
+Bytes encoded69(uint32_t version) {
+    StatusMessage69 s = good69();
+    s.version = version;
+    Bytes out;
+    s.encode(out);
+    return out;
+}
+
+TEST(CheckStatus, AcceptsEachVersionsStatusAtThatVersionOnly) {
+    for (uint32_t v : {69u, 70u, 71u, 72u}) {
+        SCOPED_TRACE(v);
+        EXPECT_TRUE(check_status(v, encoded69(v), mainnet_config(), kTipNumber, kTipTime));
+        for (uint32_t other : {68u, 69u, 70u, 71u, 72u}) {
+            if (other == v || other == 68) continue;
+            // The version field must equal the negotiated version, not just be eth/69-shaped.
+            auto r = check_status(other, encoded69(v), mainnet_config(), kTipNumber, kTipTime);
+            expect_rejected(r, StatusError::kVersionMismatch,
+                            {"remote " + std::to_string(v), "negotiated " + std::to_string(other)});
+        }
+    }
+    Bytes s68;
+    good68().encode(s68);
+    EXPECT_TRUE(check_status(68, s68, mainnet_config(), kTipNumber, kTipTime));
+}
+
+TEST(CheckStatus, ChecksTheRangeFromEth69On) {
+    for (uint32_t v : {69u, 70u, 71u, 72u}) {
+        StatusMessage69 s = good69();
+        s.version = v;
+        s.earliest = s.latest + 1;
+        Bytes out;
+        s.encode(out);
+        expect_rejected(check_status(v, out, mainnet_config(), kTipNumber, kTipTime), StatusError::kInvalidBlockRange,
+                        {"earliest"});
+        s = good69();
+        s.version = v;
+        s.network_id = 5;
+        out.clear();
+        s.encode(out);
+        expect_rejected(check_status(v, out, mainnet_config(), kTipNumber, kTipTime), StatusError::kNetworkIdMismatch,
+                        {"remote 5"});
+    }
+}
+
+TEST(CheckStatus, AStatusThatDoesNotDecodeIsAProtocolBreach) {
+    Bytes s68;
+    good68().encode(s68);
+    struct Case {
+        uint64_t version;
+        Bytes payload;
+    };
+    Bytes trailing = encoded69(72);
+    trailing.push_back(0x80);
+    const Case kCases[] = {
+        {70, s68},                    // the eth/68 layout on eth/70
+        {72, s68},                    //
+        {68, encoded69(68)},          // the eth/69 layout on eth/68
+        {71, Bytes{0xc0}},            // no field at all
+        {72, trailing},               // bytes after the list
+        {69, Bytes{}},                // nothing
+        {70, *from_hex("c3808080")},  // a 0-byte genesis hash
+    };
+    for (const Case& c : kCases) {
+        SCOPED_TRACE(testing::Message() << c.version << " " << to_hex(c.payload));
+        auto r = check_status(c.version, c.payload, mainnet_config(), kTipNumber, kTipTime);
+        ASSERT_FALSE(r);
+        EXPECT_EQ(r.error().reason, DisconnectReason::kProtocolBreach);
+        EXPECT_EQ(disconnect_reason_for(r.error().code), DisconnectReason::kProtocolBreach);
+        EXPECT_NE(r.error().code.category(), status_category());
+        EXPECT_NE(r.error().message.find("Status"), std::string::npos) << r.error().message;
+    }
+}
+
 TEST(DisconnectReasonFor, MalformedInputIsProtocolBreach) {
     EXPECT_EQ(disconnect_reason_for(rlp::DecodeError::kTrailingBytes), DisconnectReason::kProtocolBreach);
     EXPECT_EQ(disconnect_reason_for(MessageError::kBadOrigin), DisconnectReason::kProtocolBreach);
