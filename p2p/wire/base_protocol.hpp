@@ -85,8 +85,11 @@ struct ProtocolOffer {
     uint64_t length{0};
 };
 
-// What headerd offers: eth/68 (17 message ids) and eth/69 (18).
-inline constexpr std::array<ProtocolOffer, 2> kEthOffers{{{"eth", 68, 17}, {"eth", 69, 18}}};
+// What headerd offers: eth/68 through eth/72, each with the size of its message-id space
+// (eth::message_space; the test checks they agree). Negotiation keeps the highest version both
+// sides list: geth >= 1.17.1 (eth/69..72) gets eth/72, a peer speaking only eth/68 still gets 68.
+inline constexpr std::array<ProtocolOffer, 5> kEthOffers{
+    {{"eth", 68, 17}, {"eth", 69, 18}, {"eth", 70, 18}, {"eth", 71, 20}, {"eth", 72, 22}}};
 
 // The capabilities of our Hello for a set of offers, in (name, version) order as geth sends them.
 std::vector<Capability> capabilities_of(std::span<const ProtocolOffer> offers);

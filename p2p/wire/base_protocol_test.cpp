@@ -77,18 +77,28 @@ TEST(Hello, DecodesEip8HelloAndIgnoresTrailingElements) {
 
 TEST(Hello, RoundTripsAndListsCapabilitiesSorted) {
     const Hello h = our_hello();
-    ASSERT_EQ(h.capabilities.size(), 2u);
-    EXPECT_EQ(h.capabilities[0], (Capability{"eth", 68}));
-    EXPECT_EQ(h.capabilities[1], (Capability{"eth", 69}));
+    ASSERT_EQ(h.capabilities.size(), 5u);
+    for (uint64_t i = 0; i < 5; ++i) EXPECT_EQ(h.capabilities[i], (Capability{"eth", 68 + i}));
     Bytes out;
     h.encode(out);
-    // [5, client, [["eth",68],["eth",69]], 0, id]
-    const std::string expected =
-        "f87205a0" + to_hex(as_bytes(h.client_id)) + "ccc58365746844c58365746845" + "80b840" + std::string(kPubA);
+    // [5, client, [["eth",68],["eth",69],["eth",70],["eth",71],["eth",72]], 0, id]
+    const std::string expected = "f88405a0" + to_hex(as_bytes(h.client_id)) +
+                                 "dec58365746844c58365746845c58365746846c58365746847c58365746848" + "80b840" +
+                                 std::string(kPubA);
     EXPECT_EQ(to_hex(out), expected);
     auto back = Hello::decode(out);
     ASSERT_TRUE(back) << back.error().message();
     EXPECT_EQ(*back, h);
+}
+
+TEST(Hello, OffersEthVersionsWithTheirMessageSpaces) {
+    ASSERT_EQ(kEthOffers.size(), 5u);
+    for (const ProtocolOffer& o : kEthOffers) {
+        EXPECT_EQ(o.name, "eth");
+        EXPECT_EQ(o.length, eth::message_space(o.version)) << o.version;
+    }
+    EXPECT_EQ(kEthOffers.front().version, eth::kEth68);
+    EXPECT_EQ(kEthOffers.back().version, eth::kEth72);
 }
 
 TEST(Hello, LongCapabilityNamesUseLongFormListHeaders) {
@@ -196,19 +206,27 @@ Hello remote_with(std::vector<Capability> caps, uint64_t version = 5) {
 }
 
 TEST(Negotiate, PicksHighestCommonEthVersionAtOffset0x10) {
-    auto both = negotiate(kEthOffers, remote_with({{"eth", 66}, {"eth", 67}, {"eth", 68}, {"eth", 69}, {"snap", 1}}));
-    ASSERT_TRUE(both);
-    ASSERT_EQ(both->size(), 1u);
-    EXPECT_EQ((*both)[0], (SharedCapability{"eth", 69, 0x10, 18}));
+    auto old = negotiate(kEthOffers, remote_with({{"eth", 66}, {"eth", 67}, {"eth", 68}, {"eth", 69}, {"snap", 1}}));
+    ASSERT_TRUE(old);
+    ASSERT_EQ(old->size(), 1u);
+    EXPECT_EQ((*old)[0], (SharedCapability{"eth", 69, 0x10, 18}));
 
-    auto only68 = negotiate(kEthOffers, remote_with({{"eth", 68}, {"eth", 70}}));
+    auto only68 = negotiate(kEthOffers, remote_with({{"eth", 67}, {"eth", 68}}));
     ASSERT_TRUE(only68);
     EXPECT_EQ((*only68)[0], (SharedCapability{"eth", 68, 0x10, 17}));
 
-    // Peers list caps in any order; current geth offers 69..72.
+    // Peers list caps in any order; geth >= 1.17.1 offers 69..72 only.
     auto geth = negotiate(kEthOffers, remote_with({{"eth", 72}, {"eth", 69}, {"eth", 71}, {"eth", 70}}));
     ASSERT_TRUE(geth);
-    EXPECT_EQ((*geth)[0], (SharedCapability{"eth", 69, 0x10, 18}));
+    EXPECT_EQ((*geth)[0], (SharedCapability{"eth", 72, 0x10, 22}));
+
+    // Each version is its own capability: the highest one both list wins, with its own id space.
+    auto up_to71 = negotiate(kEthOffers, remote_with({{"eth", 68}, {"eth", 70}, {"eth", 71}}));
+    ASSERT_TRUE(up_to71);
+    EXPECT_EQ((*up_to71)[0], (SharedCapability{"eth", 71, 0x10, 20}));
+    auto just70 = negotiate(kEthOffers, remote_with({{"eth", 70}, {"eth", 73}}));
+    ASSERT_TRUE(just70);
+    EXPECT_EQ((*just70)[0], (SharedCapability{"eth", 70, 0x10, 18}));
 }
 
 TEST(Negotiate, NothingSharedIsUselessPeerAndOldP2pIsIncompatible) {
