@@ -1,9 +1,13 @@
 #include "db/chain_db.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <utility>
 #include <vector>
@@ -45,6 +49,12 @@ ancient::ReadScratch& freezer_scratch() {
 std::string& read_scratch() {
     thread_local std::string s;
     return s;
+}
+
+// Hashes of the headers ChainDb::Impl::scan_kv has read at one height: one list per thread, reused.
+std::vector<Hash32>& candidates_scratch() {
+    thread_local std::vector<Hash32> c;
+    return c;
 }
 
 void trim_to_bytes(ItemBuffer& out, size_t max_bytes) {
@@ -130,7 +140,43 @@ struct ChainDb::Impl {
     Outcome<void> check_stores_join();
     // Appends the canonical headers [lo, hi] stored in LevelDB, ascending.
     Outcome<void> scan_kv(uint64_t lo, uint64_t hi, ItemBuffer& out) const;
+
+    // Where scan_kv is: the height it is reading, the headers found there so far, and the hash the
+    // height must link to.
+    struct KvScan {
+        KvScan(uint64_t first, size_t begin, std::vector<Hash32>& scratch)
+            : n(first), group_begin(begin), candidates(scratch) {}
+        uint64_t n{0};                    // the height being read
+        size_t group_begin{0};            // its headers are the items of `out` from this one on
+        std::vector<Hash32>& candidates;  // their hashes, in key order
+        std::optional<Hash32> canonical;  // its canonical hash, once read
+        Hash32 parent{};                  // the canonical hash of height n - 1, if have_parent
+        bool have_parent{false};
+    };
+    // Ends height scan.n. On return (success): out holds only its canonical header from
+    // scan.group_begin on, that header says it is block n and links to the previous height, and its
+    // hash is scan.parent for the next height. Fails if n has no canonical hash, no header with that
+    // hash, or a header that is corrupt or does not link.
+    Outcome<void> finish_height(KvScan& scan, ItemBuffer& out) const;
 };
+
+namespace {
+
+// The pid of another process holding a POSIX write lock on `path`, if any (F_GETLK; a lock of this
+// process is not reported, and a missing file has no holder).
+std::optional<pid_t> lock_holder(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    struct flock query {};
+    query.l_type = F_WRLCK;
+    query.l_whence = SEEK_SET;
+    const int rc = ::fcntl(fd, F_GETLK, &query);
+    ::close(fd);
+    if (rc != 0 || query.l_type == F_UNLCK) return std::nullopt;
+    return query.l_pid;
+}
+
+}  // namespace
 
 ChainDb::ChainDb(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ChainDb::~ChainDb() = default;
@@ -156,6 +202,16 @@ Outcome<std::unique_ptr<ChainDb>> ChainDb::open(const std::string& datadir, cons
     if (!options.read_only) {
         fs::create_directories(ancient_dir, ec);
         if (ec) return make_error(fmt::format("cannot create {}: {}", ancient_dir, ec.message()));
+    }
+
+    // LevelDB holds a POSIX write lock on chaindata/LOCK while a process has the database open, and
+    // its own error for a held lock is just text. Asking the kernel who holds it first gives a
+    // typed error that names the process.
+    if (const auto holder = lock_holder((fs::path(impl->chaindata) / "LOCK").string())) {
+        return make_error(fmt::format("datadir {} is in use by process {} (it holds chaindata/LOCK); stop it or use "
+                                      "another datadir",
+                                      datadir, *holder),
+                          ErrorKind::kInUse);
     }
 
     leveldb::Options lopts;
@@ -410,6 +466,45 @@ Outcome<void> ChainDb::append(std::span<const NewHeader> headers) {
     return {};
 }
 
+Outcome<void> ChainDb::Impl::finish_height(KvScan& scan, ItemBuffer& out) const {
+    const uint64_t n = scan.n;
+    const std::vector<Hash32>& candidates = scan.candidates;
+    if (!scan.canonical) {
+        return make_error(fmt::format("LevelDB in {} has no canonical hash for block {}", chaindata, n));
+    }
+    const Hash32& canonical = *scan.canonical;
+    size_t keep = candidates.size();
+    for (size_t i = 0; i < candidates.size(); ++i) {
+        if (candidates[i] == canonical) keep = i;
+    }
+    if (keep == candidates.size()) {
+        return make_error(fmt::format("LevelDB in {}: header {} {} is missing", chaindata, n, to_hex0x(canonical)));
+    }
+    if (candidates.size() > 1) {
+        // Side-chain headers at this height: keep only the canonical one (rare; moves bytes once).
+        const ByteView item = out.item(scan.group_begin + keep);
+        const size_t begin = scan.group_begin == 0 ? 0 : out.ends[scan.group_begin - 1];
+        std::memmove(out.bytes.data() + begin, item.data(), item.size());
+        out.bytes.resize(begin + item.size());
+        out.ends.resize(scan.group_begin + 1);
+        out.ends.back() = out.bytes.size();
+    }
+    const ByteView rlp = out.item(scan.group_begin);
+    auto peek = peek_header(rlp);
+    if (!peek || peek->number != n) {
+        return make_error(
+            fmt::format("LevelDB in {}: header {} is corrupt{}", chaindata, n,
+                        peek ? fmt::format(" (it says block {})", peek->number) : ": " + peek.error().message()));
+    }
+    if (scan.have_parent && peek->parent_hash != scan.parent) {
+        return make_error(fmt::format("LevelDB in {}: header {} parent hash {} does not link to block {} hash {}",
+                                      chaindata, n, to_hex0x(peek->parent_hash), n - 1, to_hex0x(scan.parent)));
+    }
+    scan.parent = canonical;
+    scan.have_parent = true;
+    return {};
+}
+
 Outcome<void> ChainDb::Impl::scan_kv(uint64_t lo, uint64_t hi, ItemBuffer& out) const {
     // One iterator pass over the "h" keys of [lo, hi]. For each number LevelDB yields, in key
     // order, the canonical entry ("h"+num+"n") and the header entries ("h"+num+hash) of every
@@ -420,51 +515,8 @@ Outcome<void> ChainDb::Impl::scan_kv(uint64_t lo, uint64_t hi, ItemBuffer& out) 
     const auto start = schema::canonical_key(lo);
     it->Seek(leveldb::Slice(reinterpret_cast<const char*>(start.data()), 9));
 
-    // Headers of the current height: their hashes; their bytes are already in `out` from group_begin.
-    thread_local std::vector<Hash32> candidates;
-    candidates.clear();
-    uint64_t n = lo;
-    size_t group_begin = out.size();
-    std::optional<Hash32> canonical;
-    Hash32 parent{};
-    bool have_parent = false;
-
-    auto finish_height = [&]() -> Outcome<void> {
-        if (!canonical) {
-            return make_error(fmt::format("LevelDB in {} has no canonical hash for block {}", chaindata, n));
-        }
-        size_t keep = candidates.size();
-        for (size_t i = 0; i < candidates.size(); ++i) {
-            if (candidates[i] == *canonical) keep = i;
-        }
-        if (keep == candidates.size()) {
-            return make_error(
-                fmt::format("LevelDB in {}: header {} {} is missing", chaindata, n, to_hex0x(*canonical)));
-        }
-        if (candidates.size() > 1) {
-            // Side-chain headers at this height: keep only the canonical one (rare; moves bytes once).
-            const ByteView item = out.item(group_begin + keep);
-            const size_t begin = group_begin == 0 ? 0 : out.ends[group_begin - 1];
-            std::memmove(out.bytes.data() + begin, item.data(), item.size());
-            out.bytes.resize(begin + item.size());
-            out.ends.resize(group_begin + 1);
-            out.ends.back() = out.bytes.size();
-        }
-        const ByteView rlp = out.item(group_begin);
-        auto peek = peek_header(rlp);
-        if (!peek || peek->number != n) {
-            return make_error(
-                fmt::format("LevelDB in {}: header {} is corrupt{}", chaindata, n,
-                            peek ? fmt::format(" (it says block {})", peek->number) : ": " + peek.error().message()));
-        }
-        if (have_parent && peek->parent_hash != parent) {
-            return make_error(fmt::format("LevelDB in {}: header {} parent hash {} does not link to block {} hash {}",
-                                          chaindata, n, to_hex0x(peek->parent_hash), n - 1, to_hex0x(parent)));
-        }
-        parent = *canonical;
-        have_parent = true;
-        return {};
-    };
+    KvScan scan(lo, out.size(), candidates_scratch());
+    scan.candidates.clear();
 
     for (; it->Valid(); it->Next()) {
         const leveldb::Slice key = it->key();
@@ -472,37 +524,37 @@ Outcome<void> ChainDb::Impl::scan_kv(uint64_t lo, uint64_t hi, ItemBuffer& out) 
         const auto* k = reinterpret_cast<const uint8_t*>(key.data());
         const uint64_t num = load_be64(k + 1);
         if (num > hi) break;
-        if (num != n) {
-            if (auto r = finish_height(); !r) return r;
-            if (num != n + 1) {
-                return make_error(fmt::format("LevelDB in {}: header {} is missing", chaindata, n + 1));
+        if (num != scan.n) {
+            if (auto r = finish_height(scan, out); !r) return r;
+            if (num != scan.n + 1) {
+                return make_error(fmt::format("LevelDB in {}: header {} is missing", chaindata, scan.n + 1));
             }
-            n = num;
-            group_begin = out.size();
-            candidates.clear();
-            canonical.reset();
+            scan.n = num;
+            scan.group_begin = out.size();
+            scan.candidates.clear();
+            scan.canonical.reset();
         }
         const leveldb::Slice value = it->value();
         if (key.size() == schema::CanonicalKey{}.size() && k[9] == schema::kCanonicalSuffix) {
             if (value.size() != 32) {
-                return make_error(
-                    fmt::format("LevelDB in {}: canonical hash of block {} has {} bytes", chaindata, n, value.size()));
+                return make_error(fmt::format("LevelDB in {}: canonical hash of block {} has {} bytes", chaindata,
+                                              scan.n, value.size()));
             }
             Hash32 h;
             std::memcpy(h.data(), value.data(), 32);
-            canonical = h;
+            scan.canonical = h;
         } else if (key.size() == schema::HeaderKey{}.size()) {
             Hash32 h;
             std::memcpy(h.data(), k + 9, 32);
-            candidates.push_back(h);
+            scan.candidates.push_back(h);
             out.push(as_bytes(std::string_view(value.data(), value.size())));
         }
     }
     if (!it->status().ok()) {
         return make_error(fmt::format("LevelDB scan in {}: {}", chaindata, it->status().ToString()));
     }
-    if (auto r = finish_height(); !r) return r;
-    if (n != hi) return make_error(fmt::format("LevelDB in {}: header {} is missing", chaindata, n + 1));
+    if (auto r = finish_height(scan, out); !r) return r;
+    if (scan.n != hi) return make_error(fmt::format("LevelDB in {}: header {} is missing", chaindata, scan.n + 1));
     return {};
 }
 
