@@ -164,7 +164,7 @@ function statusList(version, chain, tweak = {}) {
 function statusOpts(version, chain) {
   if (version >= 69) {
     // A header-only peer serves no bodies/receipts: advertise earliest = latest = head,
-    // the same honest minimal range headerd uses (DESIGN.md, eth/69).
+    // the same honest minimal range headerd uses (docs/wire.md, "Status (0x00)").
     return {
       networkId: chain.networkId,
       genesisHash: chain.genesisHash,
