@@ -1,7 +1,7 @@
 #pragma once
 
 // Rate limit for warnings a peer can cause, so that no peer (or crowd of peers) can make the log
-// grow without bound (STYLE.md, logs). A warning is let through when
+// grow without bound. A warning is let through when
 //   - its key (a peer address, a reason, ...) was last let through at least `per_key_interval` ago
 //     (or never), and
 //   - fewer than `max_per_second` warnings were let through in the second before `now`.

@@ -7,7 +7,8 @@
 namespace headerd::p2p {
 namespace {
 
-// Every family DESIGN.md lists, with its Prometheus type.
+// The metric families docs/operations.md lists ("3. Metrics"), with their Prometheus types; all of
+// them but process_virtual_memory_bytes and process_max_fds.
 struct Family {
     const char* name;
     const char* type;
