@@ -13,16 +13,26 @@ namespace headerd {
 template <class T>
 using Result = boost::system::result<T, std::error_code>;
 
+// What a caller may want to act on; everything else is kOther and only its message matters.
+enum class ErrorKind : uint8_t {
+    kOther = 0,
+    kInUse,  // the resource is held by another process (a datadir another headerd has open)
+};
+
 // Layers above core (ancient, db, node) report failures that must name the file, offset, block
-// or peer involved; the message is built on the (cold) failure path only.
+// or peer involved; the message is built on the (cold) failure path only. Callers branch on
+// `kind`, never on the text.
 struct Error {
     std::string message;
+    ErrorKind kind{ErrorKind::kOther};
 };
 
 template <class T = void>
 using Outcome = boost::system::result<T, Error>;
 
-inline Error make_error(std::string message) { return Error{std::move(message)}; }
+inline Error make_error(std::string message, ErrorKind kind = ErrorKind::kOther) {
+    return Error{std::move(message), kind};
+}
 
 // Called by Outcome<T>::value() when it holds an Error.
 [[noreturn]] void throw_exception_from_error(const Error& e, const boost::source_location& loc);

@@ -98,13 +98,7 @@ db::ProgressFn progress_fn(Progress& p) {
 Outcome<std::unique_ptr<db::ChainDb>> open_existing(const std::string& datadir, bool read_only) {
     db::ChainDbOptions opts;
     opts.read_only = read_only;
-    auto chain = db::ChainDb::open(datadir, opts);
-    if (!chain) {
-        std::string msg = chain.error().message;
-        if (msg.find("lock") != std::string::npos) msg += " (is another headerd using this datadir?)";
-        return make_error(std::move(msg));
-    }
-    return chain;
+    return db::ChainDb::open(datadir, opts);
 }
 
 }  // namespace headerd::node

@@ -43,7 +43,8 @@ std::vector<CommandSpec> command_specs();
 
 db::ProgressFn progress_fn(Progress& p);
 
-// Opens a datadir that must already hold a database; a held lock is explained.
+// Opens a datadir that must already hold a database; one another process holds is ErrorKind::kInUse,
+// naming that process.
 Outcome<std::unique_ptr<db::ChainDb>> open_existing(const std::string& datadir, bool read_only);
 
 }  // namespace headerd::node

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # headerd get against headerd serve on loopback: the README acceptance (192 headers from 8000
-# whose hashes match the mainnet list), JSON and RLP output, errors, node key reuse, and a clean
-# shutdown on SIGTERM.
+# whose hashes match the mainnet list, also from 16 concurrent gets against 2 workers), JSON and
+# RLP output, errors, a second process on the datadir, node key reuse, and a clean shutdown on
+# SIGTERM.
 source "$(dirname "$0")/lib.sh" "$@"
 
 D=$WORK/d
@@ -10,7 +11,7 @@ D=$WORK/d
 
 start_serve() {
     rm -f "$D/enode"
-    "$HEADERD" serve --datadir "$D" --listen 127.0.0.1:0 >"$WORK/serve.out" 2>"$WORK/serve.err" &
+    "$HEADERD" serve --datadir "$D" --listen 127.0.0.1:0 --workers 2 >"$WORK/serve.out" 2>"$WORK/serve.err" &
     SERVE_PID=$!
     for _ in $(seq 100); do
         [ -s "$D/enode" ] && return 0
@@ -38,9 +39,12 @@ ENODE=$(cat "$D/enode")
 # The acceptance command: 192 headers from 8000, every hash as published.
 "$HEADERD" get --peer "$ENODE" --origin 8000 --amount 192 --format json >"$WORK/get.json" 2>"$WORK/get.err"
 [ "$(wc -l <"$WORK/get.json")" = 192 ] || fail "expected 192 headers"
-grep -o '"number":[0-9]*,"hash":"0x[0-9a-f]*"' "$WORK/get.json" | sed 's/"number":\([0-9]*\),"hash":"\(0x[0-9a-f]*\)"/\1 \2/' \
-    >"$WORK/got.txt"
-awk '$1 >= 8000' "$DATA/mainnet-headers-0-8191.hashes.txt" | cmp - "$WORK/got.txt" || fail "hashes differ"
+# "NUMBER HASH" per header of a --format json output, as in the published hash list.
+numbers_and_hashes() {
+    grep -o '"number":[0-9]*,"hash":"0x[0-9a-f]*"' "$1" | sed 's/"number":\([0-9]*\),"hash":"\(0x[0-9a-f]*\)"/\1 \2/'
+}
+awk '$1 >= 8000' "$DATA/mainnet-headers-0-8191.hashes.txt" >"$WORK/want.txt"
+numbers_and_hashes "$WORK/get.json" | cmp - "$WORK/want.txt" || fail "hashes differ"
 grep -q "rtt=" "$WORK/get.err" || fail "get did not report the round-trip time on stderr"
 echo "ok: get 8000+192 from serve: every hash matches the mainnet list"
 
@@ -51,6 +55,22 @@ len=$(awk '$1 >= 7100 && $1 < 7300 {s += $4} END {print s}' "$DATA/mainnet-heade
 expected=$(dd if="$DATA/mainnet-headers-0-8191.rlp" iflag=skip_bytes,count_bytes skip="$off" count="$len" bs=64K status=none | od -An -v -tx1 | tr -d ' \n')
 [ "$(sed 's/^0x//' "$WORK/get.rlp" | tr -d '\n')" = "$expected" ] || fail "RLP output differs across the boundary"
 echo "ok: get 7100+200 (across the freezer boundary) prints the stored RLP byte for byte"
+
+# The same from 16 concurrent gets, spread over serve's 2 workers.
+pids=()
+for i in $(seq 16); do
+    "$HEADERD" get --peer "$ENODE" --origin 8000 --amount 192 --format json >"$WORK/par.$i" 2>"$WORK/par.$i.err" &
+    pids+=($!)
+done
+for i in $(seq 16); do
+    wait "${pids[$((i - 1))]}" || { cat "$WORK/par.$i.err" >&2; fail "concurrent get $i failed"; }
+    numbers_and_hashes "$WORK/par.$i" | cmp -s - "$WORK/want.txt" ||
+        fail "concurrent get $i: hashes differ from the mainnet list"
+done
+echo "ok: 16 concurrent gets against --workers 2: 192 headers each, every hash matches"
+
+# A second process on the same datadir is refused with the holder named, and the datadir is intact.
+expect_fail "a second process on the datadir" "is in use by process $SERVE_PID" "$HEADERD" inspect --datadir "$D"
 
 # By hash, reverse, skip.
 h100=$(awk '$1 == 100 {print $2}' "$DATA/mainnet-headers-0-8191.hashes.txt")
