@@ -2,7 +2,7 @@
 
 // Small helpers shared by the benchmark programs in bench/: settings from the environment and a
 // console reporter that remembers each run, so a program can print ratios between benchmarks that
-// ran in the same process (DESIGN.md, "Performance discipline").
+// ran in the same process (the rules of docs/performance.md).
 
 #include <benchmark/benchmark.h>
 

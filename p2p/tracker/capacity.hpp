@@ -9,7 +9,8 @@
 // Sans-I/O like Tracker: durations come from the caller (Tracker::fulfil's RTT). Feed it only
 // responses whose body decoded and verified, so a peer cannot inflate its estimate with junk.
 //
-// Thread safety: none; one estimator per peer session, used only on the thread running it.
+// Thread safety: none; one estimator per peer session, used only from the one worker thread
+// (io_context) that runs that session.
 
 #include <array>
 #include <chrono>

@@ -1,7 +1,7 @@
 #pragma once
 
-// Pending-request tracker for requests this node sends to one peer over one protocol (DESIGN.md,
-// "Request tracking"). Sans-I/O and clock-agnostic: every call takes `now`, nothing here reads a
+// Pending-request tracker for requests this node sends to one peer over one protocol (docs/wire.md,
+// "Requests this node sends"). Sans-I/O and clock-agnostic: every call takes `now`, nothing here reads a
 // clock, owns a timer or touches Asio, so tests drive it with a fake clock.
 //
 // Lifecycle of a request:
@@ -20,7 +20,8 @@
 // Memory: at most `cap` requests are held; slots and index grow on demand up to that and are then
 // reused, so steady-state tracking does not allocate.
 //
-// Thread safety: none; a tracker belongs to one peer session and is used from its strand.
+// Thread safety: none; a tracker belongs to one peer session and is used only from the one worker
+// thread (io_context) that runs that session.
 
 #include <array>
 #include <chrono>
@@ -67,7 +68,7 @@ struct TrackerConfig {
 // observed; all null is "metrics off". REQUIRES: non-null metrics outlive the tracker (its
 // destructor gives back its share of the gauges).
 //
-// Names (DESIGN.md "Metrics"):
+// Names (docs/operations.md, "3. Metrics"):
 //   tracked[code]      gauge     headerd_p2p_tracked_requests{proto,version,code}
 //                                requests pending now; shared by all peers' trackers, each adds and
 //                                removes only its own requests (clear() and the destructor too)
