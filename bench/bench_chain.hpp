@@ -6,7 +6,12 @@
 // (core/synthetic.hpp, seed 1, appended in batches of 10,000 by db::generate_chain), frozen with keep
 // HEADERD_BENCH_KEEP (default min(90,000, headers/4)): blocks [0, headers - keep) in the freezer,
 // the rest in LevelDB. HEADERD_BENCH_DIR (default BUILD_DIR/bench-chain-<headers>) holds it.
+//
+// HEADERD_BENCH_DATADIR instead names an existing datadir (for instance real mainnet headers imported
+// with `headerd import` and split with `headerd freeze --keep N`) that is used as it is: nothing is
+// generated, frozen or deleted, and the HEADERD_BENCH_HEADERS/KEEP/DIR variables are ignored.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -27,9 +32,10 @@ inline constexpr uint64_t kChainSeed = 1;                               // `head
 inline constexpr const char* kChainMarkerFile = "headerd-bench-chain";  // a benchmark program made the datadir
 
 struct ChainSettings {
-    uint64_t headers{0};
-    uint64_t keep{0};
+    uint64_t headers{0};  // generated chain only (0 for an existing datadir)
+    uint64_t keep{0};     // generated chain only
     std::string dir;
+    bool existing{false};  // HEADERD_BENCH_DATADIR: use the datadir as it is
 };
 
 // From the environment; `default_parent` is the directory that holds bench-chain-<headers> by
@@ -37,6 +43,11 @@ struct ChainSettings {
 // is the fewest headers each store must hold.
 inline std::optional<ChainSettings> read_chain_settings(const std::string& default_parent, uint64_t min_side) {
     ChainSettings s;
+    s.dir = env_string("HEADERD_BENCH_DATADIR", "");
+    if (!s.dir.empty()) {
+        s.existing = true;
+        return s;  // check_chain_sides() checks the split once the datadir is open
+    }
     const auto headers = env_u64("HEADERD_BENCH_HEADERS", 1'000'000);
     if (!headers) {
         std::fprintf(stderr, "bench: HEADERD_BENCH_HEADERS is not a number\n");
@@ -78,6 +89,7 @@ inline Outcome<void> freeze_chain(const std::string& dir, uint64_t keep) {
 
 // Makes `s.dir` hold exactly the benchmark chain, reusing what an earlier run left when it can.
 // Deletes only a chaindata/ a benchmark program created (marker file), never someone else's data.
+// An existing datadir (HEADERD_BENCH_DATADIR) is only checked for a chaindata/ directory.
 inline Outcome<void> prepare_chain(const ChainSettings& s) {
     namespace fs = std::filesystem;
     const fs::path dir(s.dir);
@@ -85,6 +97,10 @@ inline Outcome<void> prepare_chain(const ChainSettings& s) {
     const fs::path marker = dir / kChainMarkerFile;
     const uint64_t want_ancient = s.headers - s.keep;
     std::error_code ec;
+    if (s.existing) {
+        if (!fs::is_directory(chaindata, ec)) return make_error("bench: " + s.dir + " holds no chaindata/");
+        return {};
+    }
     if (fs::exists(chaindata, ec)) {
         std::string why;
         {
@@ -132,6 +148,20 @@ inline Outcome<void> prepare_chain(const ChainSettings& s) {
                      static_cast<unsigned long long>(s.headers), seconds);
     }
     return detail::freeze_chain(s.dir, s.keep);
+}
+
+// Both stores of an opened benchmark chain hold at least `min_side` headers (a full range in each
+// placement); checked for existing datadirs, guaranteed by read_chain_settings for generated ones.
+inline Outcome<void> check_chain_sides(const db::ChainDb& chain, uint64_t min_side) {
+    const auto head = chain.head();
+    const uint64_t total = head ? head->number + 1 : 0;
+    const uint64_t ancient = chain.ancient_items();
+    if (ancient < min_side || total < ancient + min_side) {
+        return make_error("bench: " + chain.datadir() + " holds " + std::to_string(ancient) + " frozen and " +
+                          std::to_string(total - ancient) + " LevelDB headers; each store needs at least " +
+                          std::to_string(min_side) + " (headerd freeze --keep N)");
+    }
+    return {};
 }
 
 }  // namespace headerd::bench

@@ -21,7 +21,6 @@
 // Env and is not in reads_per_call. HEADERD_BENCH_ITERATIONS fixes the iteration count (for strace).
 
 #include <benchmark/benchmark.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -109,6 +108,7 @@ class Fixture {
         auto opened = db::ChainDb::open(s.chain.dir, opts);
         if (!opened) return opened.error();
         f->chain_ = std::move(*opened);
+        if (auto r = check_chain_sides(*f->chain_, kRange); !r) return r.error();
         f->ancient_items_ = f->chain_->ancient_items();
         f->head_ = f->chain_->head()->number;
         if (auto r = f->check_and_warm(); !r) return r.error();
@@ -120,6 +120,7 @@ class Fixture {
     const db::ChainDb& chain() const { return *chain_; }
     uint64_t freezer_reads() const { return fs_.reads(); }
     uint64_t ancient_items() const { return ancient_items_; }
+    uint64_t head() const { return head_; }
     const std::vector<uint64_t>& origins(Placement p) const { return origins_[static_cast<size_t>(p)]; }
 
   private:
@@ -205,83 +206,52 @@ Fixture* g_fixture = nullptr;
 
 // ---- benchmarks ----------------------------------------------------------------------------------
 
-void report(benchmark::State& state, uint64_t headers, uint64_t allocations, uint64_t reads) {
-    state.SetItemsProcessed(static_cast<int64_t>(headers));
-    state.counters["allocs_per_call"] =
-        benchmark::Counter(static_cast<double>(allocations), benchmark::Counter::kAvgIterations);
-    state.counters["reads_per_call"] =
-        benchmark::Counter(static_cast<double>(reads), benchmark::Counter::kAvgIterations);
+// Reads one kRange-header range per iteration with `read(from, out)`, at the placement's origins in
+// turn, and reports headers, allocations and freezer reads per call. `warm` origins are read once
+// before timing: the buffers (and the freezer's scratch) reach the capacity a long-lived connection
+// would have.
+template <class Read>
+void measure_ranges(benchmark::State& state, Placement placement, size_t warm, Read&& read) {
+    const Fixture& f = *g_fixture;
+    const std::vector<uint64_t>& origins = f.origins(placement);
+    ItemBuffer out;
+    for (size_t i = 0; i < warm; ++i) {
+        if (auto r = read(origins[i], out); !r) {
+            state.SkipWithError(r.error().message.c_str());
+            return;
+        }
+    }
+    size_t i = 0;
+    const uint64_t reads_before = f.freezer_reads();
+    const auto totals = run_loop(state, [&]() -> Outcome<uint64_t> {
+        const uint64_t from = origins[i++ % kOrigins];
+        if (auto r = read(from, out); !r) [[unlikely]]
+            return r.error();
+        if (out.size() != kRange) [[unlikely]] {
+            return make_error("range at " + std::to_string(from) + " returned " + std::to_string(out.size()) +
+                              " headers");
+        }
+        benchmark::DoNotOptimize(out.bytes.data());
+        return uint64_t{out.size()};
+    });
+    if (!totals) return;
+    state.SetItemsProcessed(static_cast<int64_t>(totals->items));
+    state.counters["allocs_per_call"] = per_iteration(totals->allocations);
+    state.counters["reads_per_call"] = per_iteration(f.freezer_reads() - reads_before);
 }
 
 void bm_header_range(benchmark::State& state, Placement placement) {
-    const Fixture& f = *g_fixture;
-    const std::vector<uint64_t>& origins = f.origins(placement);
-    ItemBuffer out;
-    // One pass over every origin before timing: the buffer (and the freezer's scratch) reach the
-    // capacity a long-lived connection would have.
-    for (uint64_t from : origins) {
-        if (auto r = f.chain().header_range(from, kRange, db::Order::kAscending, out); !r) {
-            state.SkipWithError(r.error().message.c_str());
-            return;
-        }
-    }
-    uint64_t headers = 0;
-    size_t i = 0;
-    std::optional<Error> error;
-    const uint64_t reads_before = f.freezer_reads();
-    AllocationScope allocations;
-    for (auto _ : state) {
-        const uint64_t from = origins[i++ % kOrigins];
-        if (auto r = f.chain().header_range(from, kRange, db::Order::kAscending, out); !r) {
-            error = r.error();
-            break;
-        }
-        if (out.size() != kRange) [[unlikely]] {
-            error = make_error("header_range(" + std::to_string(from) + ") returned " + std::to_string(out.size()) +
-                               " headers");
-            break;
-        }
-        headers += out.size();
-        benchmark::DoNotOptimize(out.bytes.data());
-    }
-    const uint64_t allocated = allocations.stop();
-    if (error) {
-        state.SkipWithError(error->message.c_str());
-        return;
-    }
-    report(state, headers, allocated, f.freezer_reads() - reads_before);
+    const db::ChainDb& chain = g_fixture->chain();
+    measure_ranges(state, placement, kOrigins, [&](uint64_t from, ItemBuffer& out) {
+        return chain.header_range(from, kRange, db::Order::kAscending, out);
+    });
 }
 
 void bm_naive(benchmark::State& state, Placement placement) {
-    const Fixture& f = *g_fixture;
-    const std::vector<uint64_t>& origins = f.origins(placement);
-    ItemBuffer out;
+    const db::ChainDb& chain = g_fixture->chain();
     Bytes rlp;
-    for (size_t i = 0; i < 8; ++i) {
-        if (auto r = naive_range(f.chain(), origins[i], kRange, rlp, out); !r) {
-            state.SkipWithError(r.error().message.c_str());
-            return;
-        }
-    }
-    uint64_t headers = 0;
-    size_t i = 0;
-    std::optional<Error> error;
-    const uint64_t reads_before = f.freezer_reads();
-    AllocationScope allocations;
-    for (auto _ : state) {
-        if (auto r = naive_range(f.chain(), origins[i++ % kOrigins], kRange, rlp, out); !r) {
-            error = r.error();
-            break;
-        }
-        headers += out.size();
-        benchmark::DoNotOptimize(out.bytes.data());
-    }
-    const uint64_t allocated = allocations.stop();
-    if (error) {
-        state.SkipWithError(error->message.c_str());
-        return;
-    }
-    report(state, headers, allocated, f.freezer_reads() - reads_before);
+    measure_ranges(state, placement, 8,
+                   [&](uint64_t from, ItemBuffer& out) { return naive_range(chain, from, kRange, rlp, out); });
 }
 
 std::optional<Settings> read_settings() {
@@ -299,7 +269,6 @@ std::optional<Settings> read_settings() {
 }
 
 void print_summary(const RecordingReporter& r) {
-    if (!r.any()) return;
     std::printf("\nSummary: %llu-header ranges, headers/s per core (CPU time); ratio = header_range / naive\n",
                 static_cast<unsigned long long>(kRange));
     std::printf("%-9s %16s %16s %8s %14s %14s %14s %14s\n", "placement", "header_range/s", "naive/s", "ratio",
@@ -310,15 +279,6 @@ void print_summary(const RecordingReporter& r) {
         const auto fast_rate = r.get(fast, "items_per_second");
         const auto slow_rate = r.get(slow, "items_per_second");
         if (!fast_rate && !slow_rate) continue;
-        auto cell = [](std::optional<double> v, const char* fmt) {
-            char buf[32];
-            if (v) {
-                std::snprintf(buf, sizeof buf, fmt, *v);
-            } else {
-                std::snprintf(buf, sizeof buf, "-");
-            }
-            return std::string(buf);
-        };
         std::optional<double> ratio;
         if (fast_rate && slow_rate && *slow_rate > 0) ratio = *fast_rate / *slow_rate;
         std::printf(
@@ -334,27 +294,22 @@ void print_summary(const RecordingReporter& r) {
 
 int main(int argc, char** argv) {
     using namespace headerd::bench;
-    // Initialize() removes the flags it knows from argv, so look for the listing flags first.
-    bool list_only = false;
-    for (int i = 1; i < argc; ++i) list_only = list_only || std::string_view(argv[i]).starts_with("--benchmark_list");
-    benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-    const auto settings = read_settings();
-    if (!settings) return 2;
-
-    for (Placement p : kPlacements) {
-        const std::string suffix = placement_name(p);
-        for (auto* b : {benchmark::RegisterBenchmark(("header_range/" + suffix).c_str(), bm_header_range, p),
-                        benchmark::RegisterBenchmark(("naive/" + suffix).c_str(), bm_naive, p)}) {
-            b->Unit(benchmark::kMicrosecond);
-            if (settings->iterations) b->Iterations(static_cast<benchmark::IterationCount>(*settings->iterations));
-        }
-    }
-
-    // The fixture is built before any timing starts: building it inside a benchmark would make its
-    // first (sizing) run take minutes.
+    std::optional<Settings> settings;
     std::unique_ptr<Fixture> fixture;
-    if (!list_only) {
+    const auto setup = [&](bool list_only) -> int {
+        settings = read_settings();
+        if (!settings) return 2;
+        for (Placement p : kPlacements) {
+            const std::string suffix = placement_name(p);
+            for (auto* b : {benchmark::RegisterBenchmark(("header_range/" + suffix).c_str(), bm_header_range, p),
+                            benchmark::RegisterBenchmark(("naive/" + suffix).c_str(), bm_naive, p)}) {
+                b->Unit(benchmark::kMicrosecond);
+                if (settings->iterations) b->Iterations(static_cast<benchmark::IterationCount>(*settings->iterations));
+            }
+        }
+        if (list_only) return 0;
+        // The fixture is built before any timing starts: building it inside a benchmark would make its
+        // first (sizing) run take minutes.
         auto created = Fixture::create(*settings);
         if (!created) {
             std::fprintf(stderr, "%s\n", created.error().message.c_str());
@@ -362,16 +317,10 @@ int main(int argc, char** argv) {
         }
         fixture = std::move(*created);
         g_fixture = fixture.get();
-        std::fprintf(stderr, "bench: datadir %s, %llu headers, blocks [0, %llu) ancient, keep %llu\n",
-                     settings->chain.dir.c_str(), static_cast<unsigned long long>(settings->chain.headers),
-                     static_cast<unsigned long long>(fixture->ancient_items()),
-                     static_cast<unsigned long long>(settings->chain.keep));
-    }
-
-    RecordingReporter reporter(isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_ColorTabular
-                                                     : benchmark::ConsoleReporter::OO_Tabular);
-    benchmark::RunSpecifiedBenchmarks(&reporter);
-    if (!list_only) print_summary(reporter);
-    benchmark::Shutdown();
-    return reporter.failed() ? 1 : 0;
+        std::fprintf(stderr, "bench: datadir %s, %llu headers, blocks [0, %llu) ancient\n", settings->chain.dir.c_str(),
+                     static_cast<unsigned long long>(fixture->head() + 1),
+                     static_cast<unsigned long long>(fixture->ancient_items()));
+        return 0;
+    };
+    return benchmark_main(argc, argv, setup, print_summary);
 }

@@ -35,7 +35,8 @@
 // 0.9 MB, cache-warm like the reply the server has just built). Counters per iteration (one request):
 // allocs_per_request = calls of global operator new plus OpenSSL allocations made by the benchmark's
 // threads in their timed loops (bench_util.hpp, run_loop); reply_bytes = BlockHeaders payload;
-// wire_bytes = the encrypted reply frame. The summary prints, from the same run, the crypto floor
+// wire_bytes = the encrypted reply frame. HEADERD_BENCH_ITERATIONS fixes the iterations (per thread),
+// for instruction counts under callgrind. The summary prints, from the same run, the crypto floor
 // ratio (serve CPU time per request, 1 thread / reply_crypto CPU time per request) and the scaling
 // (serve requests per second with N threads / with 1).
 
@@ -76,10 +77,8 @@ constexpr uint64_t kRange = 192;          // headers per request
 constexpr uint64_t kOriginSeed = 0x5eed;  // chain_db_benchmark's, so both use the same origins
 constexpr size_t kOrigins = 1024;         // distinct origins per placement, cycled
 constexpr size_t kBaselineReplies = 8;    // replies the crypto baselines cycle over
-// Request ids of one length (three bytes), so every request frame has the same size and the client's
-// buffers stop growing after the first pass; wraps long before it would take a fourth byte.
+// Request ids kFirstRequestId + origin index: all three bytes long, as a busy connection's are.
 constexpr uint64_t kFirstRequestId = 0x10000;
-constexpr uint64_t kLastRequestId = 0xffffff;
 constexpr uint64_t kEthOffset = 0x10;  // eth is the only capability: its ids start after p2p's 16
 constexpr uint64_t kGetBlockHeadersId = kEthOffset + static_cast<uint64_t>(eth::MessageId::kGetBlockHeaders);
 constexpr uint64_t kBlockHeadersId = kEthOffset + static_cast<uint64_t>(eth::MessageId::kBlockHeaders);
@@ -128,22 +127,32 @@ eth::GetBlockHeadersRequest request_for(uint64_t id, uint64_t origin) {
     return req;
 }
 
-// The client: encrypts request frames for the given origins back to back, in the order the server
-// will read them (each frame advances the MAC and CTR state of the pair).
+// The client: the frame data (id + snappy-compressed GetBlockHeaders) of one request per origin,
+// made once, with request id kFirstRequestId + the origin's index; refill() encrypts them back to
+// back, in the order the server will read them (each frame advances the MAC and CTR state of the
+// pair). The ids repeat every origins.size() requests, which the server does not mind; in return a
+// refill only encrypts, into buffers of a fixed size, and allocates nothing.
 class RequestStream {
   public:
-    explicit RequestStream(rlpx::FrameCodec codec) : codec_(std::move(codec)) {}
+    static Outcome<RequestStream> create(rlpx::FrameCodec codec, const std::vector<uint64_t>& origins) {
+        RequestStream s(std::move(codec));
+        Bytes payload;
+        Bytes encoded;
+        for (uint64_t origin : origins) {
+            payload.clear();
+            request_for(kFirstRequestId + s.data_.size(), origin).encode(payload);
+            auto data = p2p::encode_frame_data(kGetBlockHeadersId, payload, true, encoded);
+            if (!data) return make_error("request: " + data.error().message());
+            s.data_.emplace_back(data->begin(), data->end());
+        }
+        return s;
+    }
 
-    Outcome<void> refill(const std::vector<uint64_t>& origins) {
+    Outcome<void> refill() {
         wire_.clear();
         ends_.clear();
-        for (uint64_t origin : origins) {
-            payload_.clear();
-            request_for(next_id_, origin).encode(payload_);
-            next_id_ = next_id_ == kLastRequestId ? kFirstRequestId : next_id_ + 1;
-            auto data = p2p::encode_frame_data(kGetBlockHeadersId, payload_, true, encoded_);
-            if (!data) return make_error("request: " + data.error().message());
-            if (auto r = codec_.write_frame(*data, wire_); !r) return make_error("request: " + r.error().message());
+        for (const Bytes& data : data_) {
+            if (auto r = codec_.write_frame(data, wire_); !r) return make_error("request: " + r.error().message());
             ends_.push_back(wire_.size());
         }
         return {};
@@ -156,10 +165,10 @@ class RequestStream {
     rlpx::FrameCodec& codec() noexcept { return codec_; }
 
   private:
+    explicit RequestStream(rlpx::FrameCodec codec) : codec_(std::move(codec)) {}
+
     rlpx::FrameCodec codec_;
-    uint64_t next_id_{kFirstRequestId};
-    Bytes payload_;
-    Bytes encoded_;
+    std::vector<Bytes> data_;  // frame data per origin
     Bytes wire_;
     std::vector<size_t> ends_;
 };
@@ -266,10 +275,12 @@ class Fixture {
                 if (auto r = chain_->header_range(origin, kRange, db::Order::kAscending, range); !r) return r;
             }
             CodecPair codecs = make_codecs();
-            RequestStream client(std::move(codecs.client));
-            ServerSide server(std::move(codecs.server), *server_);
             const std::vector<uint64_t> first(origins(p).begin(), origins(p).begin() + kBaselineReplies);
-            if (auto r = client.refill(first); !r) return r;
+            auto stream = RequestStream::create(std::move(codecs.client), first);
+            if (!stream) return stream.error();
+            RequestStream& client = *stream;
+            ServerSide server(std::move(codecs.server), *server_);
+            if (auto r = client.refill(); !r) return r;
             Bytes body;
             Bytes inflated;
             for (size_t i = 0; i < first.size(); ++i) {
@@ -342,17 +353,22 @@ void bm_serve(benchmark::State& state, Placement placement) {
     const Fixture& f = *g_fixture;
     const std::vector<uint64_t> origins = origins_of_thread(state, f.origins(placement));
     CodecPair codecs = make_codecs();
-    RequestStream client(std::move(codecs.client));
+    auto stream = RequestStream::create(std::move(codecs.client), origins);
+    if (!stream) {
+        state.SkipWithError(stream.error().message.c_str());
+        return;
+    }
+    RequestStream& client = *stream;
     ServerSide server(std::move(codecs.server), f.server());
     // An untimed pass over every origin: the buffers reach the capacity a long-lived connection has
     // (and the client's, which refills inside the loop, theirs).
     std::optional<Error> error;
-    if (auto r = client.refill(origins); !r) error = r.error();
+    if (auto r = client.refill(); !r) error = r.error();
     for (size_t i = 0; !error && i < client.size(); ++i) {
         if (auto r = server.serve_one(client.frame(i)); !r) error = r.error();
     }
     if (!error) {
-        if (auto r = client.refill(origins); !r) error = r.error();
+        if (auto r = client.refill(); !r) error = r.error();
     }
     if (error) {
         state.SkipWithError(error->message.c_str());
@@ -362,8 +378,8 @@ void bm_serve(benchmark::State& state, Placement placement) {
     size_t next = 0;
     const auto totals = run_loop(state, [&]() -> Outcome<uint64_t> {
         if (next == client.size()) [[unlikely]] {
-            state.PauseTiming();  // the client's work; allocation-free with warm buffers
-            auto r = client.refill(origins);
+            state.PauseTiming();  // the client's work; allocation-free (see RequestStream)
+            auto r = client.refill();
             state.ResumeTiming();
             if (!r) return r.error();
             next = 0;
@@ -572,6 +588,12 @@ int main(int argc, char** argv) {
             return 2;
         }
         max_threads = static_cast<int>(*threads);
+        // A fixed iteration count (per thread), for instruction counts under callgrind.
+        const auto iterations = env_u64("HEADERD_BENCH_ITERATIONS", 0);
+        if (!iterations) {
+            std::fprintf(stderr, "bench: HEADERD_BENCH_ITERATIONS is not a number\n");
+            return 2;
+        }
         if (!openssl_allocations_counted()) std::fprintf(stderr, "bench: OpenSSL allocations are not counted\n");
 
         for (Placement p : kPlacements) {
@@ -579,12 +601,14 @@ int main(int argc, char** argv) {
             for (auto* b : {benchmark::RegisterBenchmark(("serve" + suffix).c_str(), bm_serve, p),
                             benchmark::RegisterBenchmark(("lookup" + suffix).c_str(), bm_lookup, p)}) {
                 b->Unit(benchmark::kMicrosecond)->DenseThreadRange(1, max_threads)->UseRealTime();
+                if (*iterations > 0) b->Iterations(static_cast<benchmark::IterationCount>(*iterations));
             }
             for (auto* b : {benchmark::RegisterBenchmark(("reply_crypto" + suffix).c_str(), bm_reply, p, true),
                             benchmark::RegisterBenchmark(("reply_frame" + suffix).c_str(), bm_reply, p, false),
                             benchmark::RegisterBenchmark(("aes_ctr" + suffix).c_str(), bm_primitive, p, true),
                             benchmark::RegisterBenchmark(("keccak" + suffix).c_str(), bm_primitive, p, false)}) {
                 b->Unit(benchmark::kMicrosecond);
+                if (*iterations > 0) b->Iterations(static_cast<benchmark::IterationCount>(*iterations));
             }
         }
         if (list_only) return 0;
