@@ -76,7 +76,9 @@ T run_task(boost::asio::io_context& io, boost::asio::awaitable<T> task,
     });
     const auto until = std::chrono::steady_clock::now() + limit;
     io.restart();
-    while (!done && std::chrono::steady_clock::now() < until) io.run_one_until(until);
+    while (!done && std::chrono::steady_clock::now() < until) {
+        if (io.run_one_until(until) == 0 && io.stopped()) break;
+    }
     if (!done) throw std::runtime_error("task still running after its time limit");
     if (error) std::rethrow_exception(error);
     return std::move(*value);
@@ -97,6 +99,18 @@ inline bool drain(boost::asio::io_context& io, std::chrono::steady_clock::durati
     io.restart();
     io.run_for(limit);
     return io.stopped();
+}
+
+// Runs `io` until `done()` holds; false if `limit` passed first.
+template <class Predicate>
+bool run_until(boost::asio::io_context& io, Predicate done,
+               std::chrono::steady_clock::duration limit = std::chrono::seconds(10)) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    io.restart();
+    while (!done() && std::chrono::steady_clock::now() < until) {
+        if (io.run_one_until(until) == 0 && io.stopped()) break;  // nothing left that could change it
+    }
+    return done();
 }
 
 // The mainnet genesis as the head of a node without a chain (what `headerd get` presents).
