@@ -196,38 +196,32 @@ asio::awaitable<void> ClientSession::expiry_loop(std::shared_ptr<ClientSession> 
 
 asio::awaitable<void> ClientSession::on_message(const Message& m) {
     const uint64_t code = eth_code(link_, m);
-    switch (static_cast<MessageId>(code)) {
-        case MessageId::kBlockHeaders:
-        case MessageId::kBlockBodies:
-        case MessageId::kReceipts:
-        case MessageId::kPooledTransactions:
+    switch (eth::role_of(link_.version, code)) {
+        case eth::MessageRole::kResponse:
             on_response(code, m.payload);
             co_return;
-        case MessageId::kGetBlockHeaders:
-        case MessageId::kGetBlockBodies:
-        case MessageId::kGetReceipts:
-        case MessageId::kGetPooledTransactions:
+        case eth::MessageRole::kHeaderRequest:
+        case eth::MessageRole::kEmptyAnsweredRequest:
             co_await answer_request(code, m.payload);
             co_return;
-        case MessageId::kBlockRangeUpdate: {
+        case eth::MessageRole::kRangeUpdate: {
             auto update = eth::BlockRangeUpdate::decode(m.payload);
             if (!update) throw_peer_error(update.error(), "BlockRangeUpdate");
             if (auto v = update->validate(); !v) throw_peer_error(v.error(), "BlockRangeUpdate");
+            ++stats_.range_updates;
             co_return;
         }
-        case MessageId::kNewBlockHashes:
-        case MessageId::kTransactions:
-        case MessageId::kNewBlock:
-        case MessageId::kNewPooledTransactionHashes:
-            co_return;  // gossip
-        default:
+        case eth::MessageRole::kGossip:
+            co_return;
+        case eth::MessageRole::kStatus:
+        case eth::MessageRole::kInvalid:
             throw PeerError(PeerErrorKind::kUnexpectedMessage, fmt::format("unexpected {}", eth::message_name(code)));
     }
 }
 
 void ClientSession::on_response(uint64_t code, ByteView payload) {
     // The tracker vets the response before its items are decoded.
-    auto head = eth::ResponseHead::peek(payload);
+    auto head = eth::ResponseHead::peek(link_.version, static_cast<MessageId>(code), payload);
     if (!head) throw_peer_error(head.error(), eth::message_name(code));
     auto rtt = tracker_.fulfil(head->request_id, code, head->items, Clock::now());
     if (!rtt) {
@@ -261,23 +255,21 @@ void ClientSession::on_response(uint64_t code, ByteView payload) {
 }
 
 asio::awaitable<void> ClientSession::answer_request(uint64_t code, ByteView payload) {
-    // A client keeps no chain: every request gets the empty reply, which is always valid.
-    uint64_t request_id = 0;
+    // A client keeps no chain: every request gets the empty reply of the negotiated version, which
+    // is always valid.
+    Bytes reply;
+    MessageId reply_id = MessageId::kBlockHeaders;
     if (code == kRequestCode) {
         auto req = eth::GetBlockHeadersRequest::decode(payload);
         if (!req) throw_peer_error(req.error(), "GetBlockHeaders");
-        request_id = req->request_id;
+        eth::encode_block_headers(reply, req->request_id, {});
     } else {
-        auto req = eth::HashListRequest::decode(payload);
-        if (!req) throw_peer_error(req.error(), eth::message_name(code));
-        request_id = req->request_id;
+        auto id = eth::answer_empty(link_.version, static_cast<MessageId>(code), payload, reply);
+        if (!id) throw_peer_error(id.error(), eth::message_name(code));
+        reply_id = *id;
     }
-    const auto reply_code =
-        code == kRequestCode ? MessageId::kBlockHeaders : *eth::empty_reply_id(static_cast<MessageId>(code));
-    Bytes reply;
-    eth::encode_empty_reply(reply, request_id);
     ++stats_.answered;
-    co_await conn_->write_message(link_.offset + static_cast<uint64_t>(reply_code), reply);
+    co_await conn_->write_message(link_.offset + static_cast<uint64_t>(reply_id), reply);
 }
 
 }  // namespace headerd::p2p

@@ -69,12 +69,13 @@ struct RequestFailure {
 using RequestResult = boost::system::result<HeadersReply, RequestFailure>;
 
 struct ClientStats {
-    uint64_t requests{0};  // sent
-    uint64_t replies{0};   // verified and handed to their request
-    uint64_t lost{0};      // expired before a reply
-    uint64_t stale{0};     // replies to an id not pending
-    uint64_t answered{0};  // requests from the peer answered empty
-    uint64_t pings{0};     // Pings from the peer (each answered)
+    uint64_t requests{0};       // sent
+    uint64_t replies{0};        // verified and handed to their request
+    uint64_t lost{0};           // expired before a reply
+    uint64_t stale{0};          // replies to an id not pending
+    uint64_t answered{0};       // requests from the peer answered empty
+    uint64_t pings{0};          // Pings from the peer (each answered)
+    uint64_t range_updates{0};  // BlockRangeUpdates from the peer (eth/69+), each validated
 };
 
 class ClientSession : public std::enable_shared_from_this<ClientSession> {

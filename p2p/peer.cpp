@@ -27,30 +27,6 @@ asio::awaitable<Message> read_by(Connection& conn, Clock::time_point deadline) {
     co_return *m;
 }
 
-void encode_status(uint64_t version, const LocalNode& local, Bytes& out) {
-    if (version >= eth::kEth69) {
-        auto status = eth::make_status69(*local.config, local.head);
-        status.version = static_cast<uint32_t>(version);
-        status.encode(out);
-    } else {
-        eth::make_status68(*local.config, local.head).encode(out);
-    }
-}
-
-void check_status(uint64_t version, ByteView payload, const LocalNode& local) {
-    eth::StatusCheck check;
-    if (version >= eth::kEth69) {
-        auto st = eth::StatusMessage69::decode(payload);
-        if (!st) throw_peer_error(st.error(), "Status");
-        check = eth::validate_status(*st, *local.config, local.head.number, local.head.timestamp, version);
-    } else {
-        auto st = eth::StatusMessage68::decode(payload);
-        if (!st) throw_peer_error(st.error(), "Status");
-        check = eth::validate_status(*st, *local.config, local.head.number, local.head.timestamp, version);
-    }
-    if (!check) throw PeerError(PeerErrorKind::kStatusRejected, "Status: " + check.error().message);
-}
-
 }  // namespace
 
 asio::awaitable<bool> handle_base(Connection& conn, const Message& m) {
@@ -115,7 +91,7 @@ asio::awaitable<EthLink> establish(Connection& conn, const LocalNode& local, Clo
     conn.enable_snappy();
 
     payload.clear();
-    encode_status(link.version, local, payload);
+    eth::encode_status(link.version, *local.config, local.head, payload);
     co_await conn.write_message(link.offset + static_cast<uint64_t>(eth::MessageId::kStatus), payload);
 
     for (;;) {
@@ -125,7 +101,13 @@ asio::awaitable<EthLink> establish(Connection& conn, const LocalNode& local, Clo
             throw PeerError(PeerErrorKind::kUnexpectedMessage,
                             fmt::format("first eth message must be Status, got id {}", m.id));
         }
-        check_status(link.version, m.payload, local);
+        auto check = eth::check_status(link.version, m.payload, *local.config, local.head.number, local.head.timestamp);
+        if (!check) {
+            // A Status that does not decode is a breach; one that decodes but does not match is 0x10.
+            const bool malformed = check.error().code.category() != eth::status_category();
+            throw PeerError(malformed ? PeerErrorKind::kBadMessage : PeerErrorKind::kStatusRejected,
+                            "Status: " + check.error().message);
+        }
         co_return link;
     }
 }

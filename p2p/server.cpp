@@ -111,7 +111,7 @@ void Server::announce(const db::Head& head) {
             Bytes payload;
             eth::make_block_range_update(head).encode(payload);
             for (auto& [conn, session] : per_worker_[worker.index()].live) {
-                if (!session->link || session->link->version < eth::kEth69) continue;
+                if (!session->link || !eth::has_block_range(session->link->version)) continue;
                 const uint64_t id = session->link->offset + static_cast<uint64_t>(eth::MessageId::kBlockRangeUpdate);
                 // Written beside whatever the session is writing; a failure ends the session through
                 // its own reader, so it is not reported here.

@@ -40,32 +40,29 @@ class Handler {
 
   private:
     asio::awaitable<void> dispatch(MessageId id, ByteView payload, Clock::time_point received) {
-        switch (id) {
-            case MessageId::kGetBlockHeaders:
+        switch (eth::role_of(link_.version, static_cast<uint64_t>(id))) {
+            case eth::MessageRole::kHeaderRequest:
                 co_await serve_headers(payload);
                 break;
-            case MessageId::kGetBlockBodies:
-            case MessageId::kGetReceipts:
-            case MessageId::kGetPooledTransactions:
+            case eth::MessageRole::kEmptyAnsweredRequest:
                 co_await answer_empty(id, payload);
                 break;
-            case MessageId::kBlockRangeUpdate: {
+            case eth::MessageRole::kRangeUpdate: {
                 auto update = eth::BlockRangeUpdate::decode(payload);
                 if (!update) throw_peer_error(update.error(), "BlockRangeUpdate");
                 if (auto v = update->validate(); !v) throw_peer_error(v.error(), "BlockRangeUpdate");
                 co_return;
             }
-            case MessageId::kNewBlockHashes:
-            case MessageId::kTransactions:
-            case MessageId::kNewBlock:
-            case MessageId::kNewPooledTransactionHashes:
-                co_return;  // gossip: a header server has no use for it
-            case MessageId::kBlockBodies:
-            case MessageId::kPooledTransactions:
-            case MessageId::kReceipts:
-                co_return;  // replies we never asked for, but harmless and cheap to drop
-            default:
-                // Status again, or BlockHeaders we never asked for.
+            case eth::MessageRole::kGossip:
+                co_return;  // a header server has no use for it
+            case eth::MessageRole::kResponse:
+                // We never ask, so every reply is unsolicited. Bodies, receipts and the like are
+                // harmless and cheap to drop; BlockHeaders would answer a request of ours, and a
+                // peer that sends one is confused about who serves whom.
+                if (id != MessageId::kBlockHeaders) co_return;
+                [[fallthrough]];
+            case eth::MessageRole::kStatus:
+            case eth::MessageRole::kInvalid:
                 throw PeerError(PeerErrorKind::kUnexpectedMessage,
                                 fmt::format("unexpected {}", eth::message_name(static_cast<uint64_t>(id))));
         }
@@ -95,13 +92,13 @@ class Handler {
         }
     }
 
+    // The correct empty reply of the negotiated version: headerd keeps no bodies, receipts, BALs
+    // or transactions.
     asio::awaitable<void> answer_empty(MessageId id, ByteView payload) {
-        auto req = eth::HashListRequest::decode(payload);
-        if (!req) throw_peer_error(req.error(), eth::message_name(static_cast<uint64_t>(id)));
         Bytes& reply = context_.worker.reply();
-        reply.clear();
-        eth::encode_empty_reply(reply, req->request_id);
-        co_await conn_.write_message(link_.offset + static_cast<uint64_t>(*eth::empty_reply_id(id)), reply);
+        auto reply_id = eth::answer_empty(link_.version, id, payload, reply);
+        if (!reply_id) throw_peer_error(reply_id.error(), eth::message_name(static_cast<uint64_t>(id)));
+        co_await conn_.write_message(link_.offset + static_cast<uint64_t>(*reply_id), reply);
     }
 
     // Service time of a request that arrived at `received`; a no-op with metrics off.

@@ -437,6 +437,7 @@ class RawPeer {
                 return ::testing::AssertionFailure() << "server Status: " << st.error().message();
             }
             auto ours = eth::make_status69(mainnet_config(), head);
+            ours.version = static_cast<uint32_t>(eth_version_);  // the negotiated one, 69..72
             if (mutate69) mutate69(ours);
             ours.encode(payload);
         } else {
@@ -938,7 +939,7 @@ TEST_P(BadInput, UnknownMessageIdIsAProtocolBreach) {
     };
     static constexpr Case kCases[] = {
         {"0x10 + 0x30, above every range", kEthOffset + 0x30},
-        {"0x10 + 0x12, just above eth/69", kEthOffset + 0x12},
+        {"0x10 + 0x16, just above eth/72", kEthOffset + 0x16},
         {"0x10 + 0x0b, unassigned since eth/67", kEthOffset + 0x0b},
         {"0x10 + 0x0d, GetNodeData (gone)", kEthOffset + 0x0d},
         {"p2p 0x04, unassigned", 0x04},
@@ -1143,7 +1144,7 @@ TEST_P(BadInput, WrongStatusIsASubprotocolError) {
         const Received theirs = peer.read(3s);
         ASSERT_EQ(theirs.id, kStatusId) << describe(theirs);
         Bytes ours;
-        eth::make_status69(mainnet_config(), head()).encode(ours);
+        eth::encode_status(peer.eth_version(), mainnet_config(), head(), ours);
         // Re-wrap the list with one more element (0x80).
         ByteView rest{ours};
         auto items = rlp::decode_list(rest);
@@ -1410,7 +1411,7 @@ TEST_P(BadInput, PingGetsPong) {
     EXPECT_EQ(pong.id, kPongId);
     EXPECT_EQ(pong.payload, empty_list);
     Bytes ours;
-    eth::make_status69(mainnet_config(), head()).encode(ours);
+    eth::encode_status(peer.eth_version(), mainnet_config(), head(), ours);
     ASSERT_TRUE(peer.send(kStatusId, ours));
 
     for (int i = 0; i < 3; ++i) {
