@@ -240,7 +240,7 @@ void ClientSession::on_response(uint64_t code, ByteView payload) {
     for (ByteView h : reply->headers) {
         if (auto d = decode_block_header(h); !d) throw_peer_error(d.error(), "BlockHeaders: invalid header");
     }
-    capacity_.update(code, *rtt, reply->headers.size());
+    capacity_.update(kRequestCode, *rtt, reply->headers.size());  // kinds are request codes
     ++stats_.replies;
     HeadersReply out;
     out.request_id = head->request_id;
