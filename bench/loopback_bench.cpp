@@ -326,6 +326,23 @@ double rusage_seconds(int who) {
 double client_cpu() { return rusage_seconds(RUSAGE_SELF); }
 double thread_cpu() { return rusage_seconds(RUSAGE_THREAD); }
 
+// TcpExt counters of /proc/net/netstat (the whole machine's, not only this benchmark's).
+std::map<std::string, uint64_t> tcp_ext() {
+    std::ifstream in("/proc/net/netstat");
+    std::map<std::string, uint64_t> out;
+    std::string names;
+    std::string values;
+    while (std::getline(in, names) && std::getline(in, values)) {
+        if (names.rfind("TcpExt:", 0) != 0) continue;
+        std::stringstream n(names.substr(7));
+        std::stringstream v(values.substr(7));
+        std::string name;
+        uint64_t value = 0;
+        while (n >> name && v >> value) out[name] = value;
+    }
+    return out;
+}
+
 // The 1-minute load average, as /proc/loadavg prints it.
 std::string load1() {
     std::stringstream s(read_text("/proc/loadavg"));
@@ -907,6 +924,7 @@ asio::awaitable<void> storm(asio::io_context& io, const Options& o, const ChainI
     // The storm: K connectors on a thread of their own, started together.
     auto guard = asio::make_work_guard(storm_io);
     StormEnd end;
+    const auto kernel0 = tcp_ext();
     const Sample storm_start = take_sample(server);
     const double main_cpu0 = thread_cpu();
     ConnectJob job{peers, server, local, o, storm_start.when};
@@ -922,6 +940,7 @@ asio::awaitable<void> storm(asio::io_context& io, const Options& o, const ChainI
     const bool finished =
         co_await wait_until([&] { return end.done.load(std::memory_order_acquire); }, std::chrono::seconds(1800));
     const double main_cpu1 = thread_cpu();
+    const auto kernel1 = tcp_ext();
     if (finished) co_await sleep_for(seconds(o.after));  // N idle peers more, the requests go on
     const Clock::time_point after_end = Clock::now();
     m.stop = true;
@@ -975,6 +994,15 @@ asio::awaitable<void> storm(asio::io_context& io, const Options& o, const ChainI
         job.established, storm_wall, static_cast<double>(job.established) / storm_wall, percentile(ready, 0.50),
         percentile(ready, 0.99), ready.empty() ? 0.0 : ready.back());
     print_failures(job);
+    const auto kernel = [&](const char* name) -> unsigned long long {
+        const auto a = kernel0.find(name);
+        const auto b = kernel1.find(name);
+        return a == kernel0.end() || b == kernel1.end() ? 0 : b->second - a->second;
+    };
+    std::printf(
+        "kernel (TcpExt, whole machine): ListenOverflows %llu, ListenDrops %llu, TCPSynRetrans %llu, "
+        "SyncookiesSent %llu\n",
+        kernel("ListenOverflows"), kernel("ListenDrops"), kernel("TCPSynRetrans"), kernel("SyncookiesSent"));
     std::printf("%-29s %9s %9s %9s %9s %9s\n", "established peer (1 in flight)", "requests", "req/s", "p50 ms",
                 "p99 ms", "max ms");
     const auto print_phase = [](const char* name, const Phase& p, double wall) {
