@@ -142,25 +142,4 @@ StatusCheck validate_status(const StatusMessage69& remote, const ChainConfig& co
     }
     return {};
 }
-
-p2p::DisconnectReason disconnect_reason_for(const std::error_code& ec) noexcept {
-    using p2p::DisconnectReason;
-    if (ec.category() == status_category()) return DisconnectReason::kSubprotocolError;
-    if (ec.category() == p2p::base_protocol_category()) {
-        switch (static_cast<p2p::BaseProtocolError>(ec.value())) {
-            case p2p::BaseProtocolError::kBadNodeIdLength:
-            case p2p::BaseProtocolError::kZeroNodeId:
-                return DisconnectReason::kInvalidIdentity;
-            case p2p::BaseProtocolError::kIncompatibleVersion:
-                return DisconnectReason::kIncompatibleVersion;
-            case p2p::BaseProtocolError::kNoSharedCapability:
-                return DisconnectReason::kUselessPeer;
-            default:
-                return DisconnectReason::kProtocolBreach;
-        }
-    }
-    // rlp, eth message, snappy, forkid decoding: the peer sent bytes that are not a valid message.
-    return DisconnectReason::kProtocolBreach;
-}
-
 }  // namespace headerd::eth

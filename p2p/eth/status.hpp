@@ -71,11 +71,6 @@ StatusCheck validate_status(const StatusMessage69& remote, const ChainConfig& co
 // Called by StatusCheck::value() on a rejection.
 [[noreturn]] void throw_exception_from_error(const StatusRejection& e, const boost::source_location& loc);
 
-// The reason to send when a peer's message fails with `ec` from any decoder or check in p2p/eth
-// (and the rlp/forkid errors they pass through): identity problems 0x07, p2p < 5 0x06, nothing
-// shared 0x03, Status checks 0x10, everything else malformed 0x02 (protocol breach).
-p2p::DisconnectReason disconnect_reason_for(const std::error_code& ec) noexcept;
-
 }  // namespace headerd::eth
 
 template <>

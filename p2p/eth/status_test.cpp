@@ -53,7 +53,6 @@ void expect_rejected(const StatusCheck& r, StatusError code, std::initializer_li
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, code);
     EXPECT_EQ(r.error().reason, DisconnectReason::kSubprotocolError);
-    EXPECT_EQ(disconnect_reason_for(r.error().code), DisconnectReason::kSubprotocolError);
     for (std::string_view m : mentions) EXPECT_NE(r.error().message.find(m), std::string::npos) << r.error().message;
 }
 
@@ -255,17 +254,9 @@ TEST(CheckStatus, AStatusThatDoesNotDecodeIsAProtocolBreach) {
         auto r = check_status(c.version, c.payload, mainnet_config(), kTipNumber, kTipTime);
         ASSERT_FALSE(r);
         EXPECT_EQ(r.error().reason, DisconnectReason::kProtocolBreach);
-        EXPECT_EQ(disconnect_reason_for(r.error().code), DisconnectReason::kProtocolBreach);
         EXPECT_NE(r.error().code.category(), status_category());
         EXPECT_NE(r.error().message.find("Status"), std::string::npos) << r.error().message;
     }
-}
-
-TEST(DisconnectReasonFor, MalformedInputIsProtocolBreach) {
-    EXPECT_EQ(disconnect_reason_for(rlp::DecodeError::kTrailingBytes), DisconnectReason::kProtocolBreach);
-    EXPECT_EQ(disconnect_reason_for(MessageError::kBadOrigin), DisconnectReason::kProtocolBreach);
-    EXPECT_EQ(disconnect_reason_for(p2p::SnappyError::kTooLarge), DisconnectReason::kProtocolBreach);
-    EXPECT_EQ(disconnect_reason_for(StatusError::kGenesisMismatch), DisconnectReason::kSubprotocolError);
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 
 #include "core/hex.hpp"
 #include "core/rlp.hpp"
-#include "p2p/eth/status.hpp"
+#include "p2p/eth/messages.hpp"
 #include "p2p/wire/snappy_codec.hpp"
 
 namespace headerd::p2p {
@@ -233,14 +233,10 @@ TEST(Negotiate, NothingSharedIsUselessPeerAndOldP2pIsIncompatible) {
     auto none = negotiate(kEthOffers, remote_with({{"eth", 67}, {"ETH", 68}, {"les", 4}}));
     ASSERT_FALSE(none);
     EXPECT_EQ(none.error(), BaseProtocolError::kNoSharedCapability);
-    EXPECT_EQ(eth::disconnect_reason_for(none.error()), DisconnectReason::kUselessPeer);
 
     auto old = negotiate(kEthOffers, remote_with({{"eth", 68}}, 4));
     ASSERT_FALSE(old);
     EXPECT_EQ(old.error(), BaseProtocolError::kIncompatibleVersion);
-    EXPECT_EQ(eth::disconnect_reason_for(old.error()), DisconnectReason::kIncompatibleVersion);
-    EXPECT_EQ(eth::disconnect_reason_for(BaseProtocolError::kZeroNodeId), DisconnectReason::kInvalidIdentity);
-    EXPECT_EQ(eth::disconnect_reason_for(BaseProtocolError::kHelloTooLarge), DisconnectReason::kProtocolBreach);
 }
 
 TEST(Negotiate, SeveralProtocolsGetConsecutiveRangesSortedByName) {
