@@ -6,6 +6,7 @@
 #include <array>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <utility>
 
 #include "core/rlp.hpp"
@@ -729,6 +730,113 @@ Outcome<void> Table::truncate_head(uint64_t items) {
 
 // ---- reading -----------------------------------------------------------------------------------
 
+namespace {
+
+// The uncompressed length that opens a snappy block: a varint32 of at most 5 bytes, exactly as
+// snappy::GetUncompressedLength reads it. Returns the bytes it takes, or 0 if it is not one.
+size_t read_snappy_length(const uint8_t* p, size_t n, size_t& length) noexcept {
+    uint64_t v = 0;
+    for (size_t i = 0; i < 5 && i < n; ++i) {
+        v |= uint64_t{p[i] & 0x7fu} << (7 * i);
+        if (p[i] < 0x80) {
+            if (v > 0xffffffffu) return 0;
+            length = static_cast<size_t>(v);
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
+// Writes to op the `len` bytes that start `offset` bytes before it (when offset < len, the bytes
+// written repeat with period offset). room >= len bytes may be written from op.
+void copy_from_behind(uint8_t* op, size_t offset, size_t len, size_t room) noexcept {
+    const uint8_t* src = op - offset;
+    if (offset >= 16) {
+        // 16-byte moves, each from at least 16 bytes behind what it writes.
+        if (len + 15 <= room) {
+            for (size_t i = 0; i < len; i += 16) std::memcpy(op + i, src + i, 16);
+        } else if (offset >= len) {
+            std::memcpy(op, src, len);
+        } else {
+            for (size_t i = 0; i < len; ++i) op[i] = src[i];
+        }
+    } else if (offset == 1) {
+        std::memset(op, *src, len);
+    } else {
+        // The pattern has period `offset`: 16 bytes of it, stored every `step` bytes (a multiple of
+        // the period), so that the overlapping stores agree.
+        uint8_t pattern[16];
+        for (size_t i = 0; i < 16; ++i) pattern[i] = src[i % offset];
+        const size_t step = 16 - 16 % offset;
+        size_t i = 0;
+        for (; i < len && i + 16 <= room; i += step) std::memcpy(op + i, pattern, 16);
+        for (; i < len; ++i) op[i] = pattern[i % step];
+    }
+}
+
+// Decodes the elements of a snappy block (what follows its length) into exactly [dst, dst + n).
+// Accepts what snappy::RawUncompress accepts, with the same bytes out: true only if every element
+// is whole, every copy reaches back into bytes already written, and they make exactly n bytes.
+// headerd decodes its own freezer items because snappy 1.1.9 repeats short patterns (offsets below
+// 8: the zero runs in every header's bloom and difficulty) a few bytes at a time through memory,
+// which made decoding a 192-header range 4-5x slower than this (docs/performance.md, "Scaling and
+// the crypto floor").
+bool decode_snappy_elements(const uint8_t* ip, const uint8_t* const end, uint8_t* const dst, size_t n) noexcept {
+    uint8_t* op = dst;
+    uint8_t* const op_end = dst + n;
+    while (ip < end) {
+        const uint8_t tag = *ip++;
+        size_t len = 0;
+        size_t offset = 0;
+        switch (tag & 3) {
+            case 0: {  // literal: length - 1 in the tag, or in the 1-4 bytes after it
+                len = (tag >> 2) + size_t{1};
+                if (len > 60) {
+                    const size_t extra = len - 60;
+                    if (static_cast<size_t>(end - ip) < extra) return false;
+                    size_t v = 0;
+                    for (size_t k = 0; k < extra; ++k) v |= size_t{ip[k]} << (8 * k);
+                    ip += extra;
+                    len = v + 1;
+                }
+                if (static_cast<size_t>(end - ip) < len || static_cast<size_t>(op_end - op) < len) return false;
+                if (len <= 16 && end - ip >= 16 && op_end - op >= 16) {
+                    std::memcpy(op, ip, 16);  // one move; the bytes past len are overwritten next
+                } else {
+                    std::memcpy(op, ip, len);
+                }
+                op += len;
+                ip += len;
+                continue;
+            }
+            case 1:  // copy, length 4-11, 11-bit offset
+                if (ip == end) return false;
+                len = 4 + ((tag >> 2) & 7u);
+                offset = (size_t{tag & 0xe0u} << 3) | *ip++;
+                break;
+            case 2:  // copy, length 1-64, 16-bit offset
+                if (end - ip < 2) return false;
+                len = 1 + (tag >> 2);
+                offset = size_t{ip[0]} | size_t{ip[1]} << 8;
+                ip += 2;
+                break;
+            default:  // copy, length 1-64, 32-bit offset
+                if (end - ip < 4) return false;
+                len = 1 + (tag >> 2);
+                offset = size_t{ip[0]} | size_t{ip[1]} << 8 | size_t{ip[2]} << 16 | size_t{ip[3]} << 24;
+                ip += 4;
+                break;
+        }
+        const size_t room = static_cast<size_t>(op_end - op);
+        if (offset == 0 || offset > static_cast<size_t>(op - dst) || len > room) return false;
+        copy_from_behind(op, offset, len, room);
+        op += len;
+    }
+    return op == op_end;
+}
+
+}  // namespace
+
 Outcome<void> Table::read_range(uint64_t start, uint64_t count, uint64_t max_bytes, ItemBuffer& out) {
     return read_range(start, count, max_bytes, out, scratch_);
 }
@@ -753,25 +861,20 @@ Outcome<void> Table::read_range(uint64_t start, uint64_t count, uint64_t max_byt
             return error_at(index_->path(), rel * kIndexEntrySize, "index shorter than the table's item count");
         }
     }
-    struct Bounds {
-        uint32_t file;
-        uint32_t begin;
-        uint32_t end;
-    };
-    auto bounds = [&](uint64_t i) -> Bounds {
-        const IndexEntry a = IndexEntry::decode(idx + i * kIndexEntrySize);
-        const IndexEntry b = IndexEntry::decode(idx + (i + 1) * kIndexEntrySize);
-        // Entry 0 carries the deletion count, not an offset; an item that opens a file starts at 0.
-        const uint32_t begin = (i == 0 && rel == 0) || a.file != b.file ? 0 : a.offset;
-        return {b.file, begin, b.offset};
-    };
-
-    // Which items to fetch: all of them, or up to the byte cap (for snappy, one more, since its stored
-    // size says little about its decoded size).
-    uint64_t fetch = 0;
+    // Where each item lies, decoded once from the index and checked against the data files; which
+    // items to fetch: all of them, or up to the byte cap (for snappy, one more, since its stored size
+    // says little about its decoded size).
+    std::vector<ReadScratch::Span>& spans = scratch.spans;
+    spans.clear();
     uint64_t stored_total = 0;
+    uint64_t data_bytes = 0;  // of the fetched items
+    IndexEntry prev = IndexEntry::decode(idx);
     for (uint64_t i = 0; i < count; ++i) {
-        const Bounds b = bounds(i);
+        const IndexEntry next = IndexEntry::decode(idx + (i + 1) * kIndexEntrySize);
+        // Entry 0 carries the deletion count, not an offset; an item that opens a file starts at 0.
+        const ReadScratch::Span b{next.file, (i == 0 && rel == 0) || prev.file != next.file ? 0 : prev.offset,
+                                  next.offset};
+        prev = next;
         const File* file = data_file(b.file);
         const uint64_t file_size = b.file == head_file_ ? head_bytes_ : (file ? sizes_[b.file - tail_file_] : 0);
         if (!file || b.end < b.begin || b.end > file_size) [[unlikely]] {
@@ -781,31 +884,23 @@ Outcome<void> Table::read_range(uint64_t start, uint64_t count, uint64_t max_byt
                                 std::to_string(b.end));
         }
         const uint64_t size = b.end - b.begin;
-        if (i > 0 && stored_total + size > max_bytes) {
-            if (opts_.compressed) ++fetch;
-            break;
-        }
+        const bool capped = i > 0 && stored_total + size > max_bytes;
+        if (capped && !opts_.compressed) break;
+        spans.push_back(b);
+        data_bytes += size;
+        if (capped) break;
         stored_total += size;
-        ++fetch;
     }
+    const size_t fetch = spans.size();
 
     // One read per data file touched: items of one file are contiguous.
-    uint64_t data_bytes = 0;
-    for (uint64_t i = 0; i < fetch; ++i) {
-        const Bounds b = bounds(i);
-        data_bytes += b.end - b.begin;
-    }
     uint8_t* data = reserve_scratch(scratch.data, static_cast<size_t>(data_bytes));
     uint64_t at = 0;
-    for (uint64_t i = 0; i < fetch;) {
-        const Bounds first = bounds(i);
-        uint64_t j = i + 1;
+    for (size_t i = 0; i < fetch;) {
+        const ReadScratch::Span first = spans[i];
+        size_t j = i + 1;
         uint32_t run_end = first.end;
-        for (; j < fetch; ++j) {
-            const Bounds b = bounds(j);
-            if (b.file != first.file) break;
-            run_end = b.end;
-        }
+        for (; j < fetch && spans[j].file == first.file; ++j) run_end = spans[j].end;
         const File* file = data_file(first.file);
         const size_t len = run_end - first.begin;
         auto n = file->read_at(first.begin, {data + at, len});
@@ -820,27 +915,35 @@ Outcome<void> Table::read_range(uint64_t start, uint64_t count, uint64_t max_byt
     // Decode in order, stopping before the item that would pass the cap.
     uint64_t out_total = 0;
     at = 0;
-    for (uint64_t i = 0; i < fetch; ++i) {
-        const Bounds b = bounds(i);
+    for (size_t i = 0; i < fetch; ++i) {
+        const ReadScratch::Span b = spans[i];
         const size_t stored = b.end - b.begin;
-        const char* src = reinterpret_cast<const char*>(data + at);
+        const uint8_t* src = data + at;
         at += stored;
         size_t size = stored;
-        if (opts_.compressed && !snappy::GetUncompressedLength(src, stored, &size)) [[unlikely]] {
-            return error_at(data_file(b.file)->path(), b.begin,
-                            "item " + std::to_string(start + i) + " is not snappy block data");
+        size_t length_bytes = 0;
+        if (opts_.compressed) {
+            length_bytes = read_snappy_length(src, stored, size);
+            if (length_bytes == 0) [[unlikely]] {
+                return error_at(data_file(b.file)->path(), b.begin,
+                                "item " + std::to_string(start + i) + " is not snappy block data");
+            }
         }
         if (i > 0 && out_total + size > max_bytes) break;
-        const size_t old = out.bytes.size();
-        out.bytes.resize(old + size);
         if (opts_.compressed) {
-            if (!snappy::RawUncompress(src, stored, reinterpret_cast<char*>(out.bytes.data() + old))) [[unlikely]] {
+            // No element makes more than 64 bytes from 3, so a larger size is corrupt: refused before
+            // a huge buffer is allocated for it.
+            const bool plausible = size / 32 <= stored;
+            const size_t old = out.bytes.size();
+            if (plausible) out.bytes.resize(old + size);
+            if (!plausible || !decode_snappy_elements(src + length_bytes, src + stored, out.bytes.data() + old, size))
+                [[unlikely]] {
                 out.bytes.resize(old);
                 return error_at(data_file(b.file)->path(), b.begin,
                                 "item " + std::to_string(start + i) + " is corrupt snappy data");
             }
         } else {
-            std::copy_n(data + (at - stored), stored, out.bytes.data() + old);
+            headerd::append(out.bytes, ByteView{src, stored});
         }
         out.ends.push_back(out.bytes.size());
         out_total += size;

@@ -69,9 +69,16 @@ struct TableOptions {
 
 // Buffers one reader reuses across calls, so that a warm read allocates nothing.
 struct ReadScratch {
+    // Where one item lies: data file number and its byte range in that file.
+    struct Span {
+        uint32_t file{0};
+        uint32_t begin{0};
+        uint32_t end{0};
+    };
     Bytes index;
     Bytes data;
-    ItemBuffer items;  // for single-item helpers such as Freezer::read_hash
+    std::vector<Span> spans;  // of the items of one read_range call
+    ItemBuffer items;         // for single-item helpers such as Freezer::read_hash
 };
 
 // One freezer table.
