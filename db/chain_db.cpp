@@ -57,10 +57,14 @@ std::vector<Hash32>& candidates_scratch() {
     return c;
 }
 
-void trim_to_bytes(ItemBuffer& out, size_t max_bytes) {
-    if (out.ends.empty() || out.bytes.size() <= max_bytes) return;
-    size_t keep = 1;
-    while (keep < out.ends.size() && out.ends[keep] <= max_bytes) ++keep;
+// Drops the items from `first` on that take their bytes (counted from item `first`) past max_bytes;
+// item `first` itself always stays.
+void trim_to_bytes(ItemBuffer& out, size_t first, size_t max_bytes) {
+    if (out.ends.size() <= first) return;
+    const size_t base = first == 0 ? 0 : out.ends[first - 1];
+    if (out.bytes.size() - base <= max_bytes) return;
+    size_t keep = first + 1;
+    while (keep < out.ends.size() && out.ends[keep] - base <= max_bytes) ++keep;
     out.ends.resize(keep);
     out.bytes.resize(out.ends.back());
 }
@@ -561,6 +565,13 @@ Outcome<void> ChainDb::Impl::scan_kv(uint64_t lo, uint64_t hi, ItemBuffer& out) 
 Outcome<void> ChainDb::header_range(uint64_t from, uint64_t count, Order order, ItemBuffer& out,
                                     size_t max_bytes) const {
     out.clear();
+    return append_header_range(from, count, order, out, max_bytes);
+}
+
+Outcome<void> ChainDb::append_header_range(uint64_t from, uint64_t count, Order order, ItemBuffer& out,
+                                           size_t max_bytes) const {
+    const size_t first = out.size();  // the items before it are the caller's
+    const size_t base = out.bytes.size();
     std::shared_lock lock(impl_->mu);
     if (!impl_->head || count == 0 || from > impl_->head->number) return {};
     const uint64_t head = impl_->head->number;
@@ -602,7 +613,7 @@ Outcome<void> ChainDb::header_range(uint64_t from, uint64_t count, Order order, 
     if (order == Order::kAscending) {
         if (has_ancient) {
             if (auto r = read_ancient(max_bytes); !r) return r;
-            if (out.size() < ancient_hi - lo + 1) return {};  // byte cap reached inside the freezer
+            if (out.size() - first < ancient_hi - lo + 1) return {};  // byte cap reached inside the freezer
         }
         if (has_kv) {
             if (auto r = read_kv(); !r) return r;
@@ -610,15 +621,15 @@ Outcome<void> ChainDb::header_range(uint64_t from, uint64_t count, Order order, 
     } else {
         if (has_kv) {
             if (auto r = read_kv(); !r) return r;
-            reverse_items(out, 0);
-        }
-        if (has_ancient && out.bytes.size() < max_bytes) {
-            const size_t first = out.size();
-            if (auto r = read_ancient(std::numeric_limits<uint64_t>::max()); !r) return r;
             reverse_items(out, first);
         }
+        if (has_ancient && out.bytes.size() - base < max_bytes) {
+            const size_t first_ancient = out.size();
+            if (auto r = read_ancient(std::numeric_limits<uint64_t>::max()); !r) return r;
+            reverse_items(out, first_ancient);
+        }
     }
-    trim_to_bytes(out, max_bytes);
+    trim_to_bytes(out, first, max_bytes);
     return {};
 }
 

@@ -122,6 +122,12 @@ class ChainDb {
     // hash. An error means a damaged store; it names the block number and store.
     Outcome<void> header_range(uint64_t from, uint64_t count, Order order, ItemBuffer& out,
                                size_t max_bytes = std::numeric_limits<size_t>::max()) const;
+    // As header_range, but appends the headers to `out` after the items it already holds, so that a
+    // caller can have them land behind bytes of its own (HeaderServer reads into its reply that way,
+    // behind room for the reply's RLP prefix). max_bytes counts the appended bytes only.
+    // REQUIRES: out.bytes holds exactly its items (out.bytes.size() is the last end, or 0).
+    Outcome<void> append_header_range(uint64_t from, uint64_t count, Order order, ItemBuffer& out,
+                                      size_t max_bytes = std::numeric_limits<size_t>::max()) const;
 
     // Point lookups; nullopt when absent.
     Outcome<std::optional<uint64_t>> number_by_hash(const Hash32& hash) const;

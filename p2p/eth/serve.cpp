@@ -32,6 +32,28 @@ bool advance(uint64_t& n, uint64_t d, bool reverse) noexcept {
     return true;
 }
 
+// Room left in front of a reply's headers for its RLP prefix: the prefix's length when the header
+// list takes 64 KiB to 16 MiB, as every full reply of real headers does (192 headers of at least
+// 500 bytes), so that the prefix fills it exactly and no header byte moves. Other replies move
+// once, in place_prefix; the small ones cheaply.
+size_t prefix_room(uint64_t request_id) noexcept {
+    std::array<uint8_t, kMaxBlockHeadersPrefix> prefix;
+    return encode_block_headers_prefix(request_id, size_t{1} << 16, prefix);
+}
+
+// `buf` holds `room` bytes, then the header list's `header_bytes` bytes: makes it the BlockHeaders
+// payload [request_id, [headers...]].
+void place_prefix(Bytes& buf, size_t room, uint64_t request_id, size_t header_bytes) {
+    std::array<uint8_t, kMaxBlockHeadersPrefix> prefix;
+    const size_t n = encode_block_headers_prefix(request_id, header_bytes, prefix);
+    if (n < room) {
+        buf.erase(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(room - n));
+    } else if (n > room) {
+        buf.insert(buf.begin(), n - room, uint8_t{0});
+    }
+    std::copy(prefix.begin(), prefix.begin() + static_cast<std::ptrdiff_t>(n), buf.begin());
+}
+
 }  // namespace
 
 std::string_view to_string(ServeKind k) noexcept {
@@ -50,19 +72,23 @@ std::string_view to_string(ServeKind k) noexcept {
     return "unknown";
 }
 
-// Headers gathered one at a time. Their bytes go straight into the reply after a gap the size of
-// the largest prefix; finish() writes the real prefix at the end of the gap and closes it up, so
-// the headers are copied once and no second buffer is needed.
+// Headers gathered one at a time. Their bytes go straight into the reply after room for its prefix
+// (prefix_room); finish() writes the prefix there, so the headers are copied once and no second
+// buffer is needed.
 class HeaderServer::Collector {
   public:
-    Collector(Bytes& reply, uint64_t max_headers, size_t max_bytes) noexcept
-        : reply_(reply), max_headers_(max_headers), max_bytes_(max_bytes) {
-        reply_.assign(kMaxBlockHeadersPrefix, 0);
+    Collector(Bytes& reply, uint64_t request_id, uint64_t max_headers, size_t max_bytes) noexcept
+        : reply_(reply),
+          request_id_(request_id),
+          room_(prefix_room(request_id)),
+          max_headers_(max_headers),
+          max_bytes_(max_bytes) {
+        reply_.assign(room_, 0);
     }
 
     size_t count() const noexcept { return count_; }
     size_t ancient() const noexcept { return ancient_; }
-    size_t bytes() const noexcept { return reply_.size() - kMaxBlockHeadersPrefix; }
+    size_t bytes() const noexcept { return reply_.size() - room_; }
     bool full() const noexcept { return full_ || count_ >= max_headers_; }
 
     // Appends one header unless that would pass the byte limit (the first header always goes in);
@@ -79,17 +105,17 @@ class HeaderServer::Collector {
         return true;
     }
 
-    void finish(uint64_t request_id) noexcept {
-        std::array<uint8_t, kMaxBlockHeadersPrefix> prefix;
-        const size_t n = encode_block_headers_prefix(request_id, bytes(), prefix);
-        const size_t start = kMaxBlockHeadersPrefix - n;
-        std::copy(prefix.begin(), prefix.begin() + static_cast<std::ptrdiff_t>(n),
-                  reply_.begin() + static_cast<std::ptrdiff_t>(start));
-        reply_.erase(reply_.begin(), reply_.begin() + static_cast<std::ptrdiff_t>(start));
+    // The reply is complete: the prefix goes in front. Returns the header bytes.
+    size_t finish() {
+        const size_t header_bytes = bytes();
+        place_prefix(reply_, room_, request_id_, header_bytes);
+        return header_bytes;
     }
 
   private:
     Bytes& reply_;
+    uint64_t request_id_;
+    size_t room_;
     uint64_t max_headers_;
     size_t max_bytes_;
     size_t count_{0};
@@ -122,11 +148,11 @@ Outcome<ServeSummary> HeaderServer::serve_impl(const GetBlockHeadersRequest& req
         auto canonical = db_.canonical_hash(**number);
         if (!canonical) return canonical.error();
         if (!*canonical || **canonical != req.origin.hash) {
-            Collector out(reply, want, limits_.max_bytes);
+            Collector out(reply, req.request_id, want, limits_.max_bytes);
             if (auto r = collect_side_chain(req, want, scratch, out); !r) return r.error();
-            out.finish(req.request_id);
+            const size_t header_bytes = out.finish();
             const ServeKind kind = out.count() == 0 ? ServeKind::kUnknownHash : ServeKind::kNonCanonical;
-            return ServeSummary{kind, out.count(), out.bytes(), out.ancient()};
+            return ServeSummary{kind, out.count(), header_bytes, out.ancient()};
         }
         // A canonical hash is served exactly like its number.
         from = **number;
@@ -134,12 +160,23 @@ Outcome<ServeSummary> HeaderServer::serve_impl(const GetBlockHeadersRequest& req
 
     const db::Order order = req.reverse ? db::Order::kDescending : db::Order::kAscending;
     if (req.skip == 0) {
-        // The fast path: one range read, its bytes spliced into the reply as they are.
+        // The fast path: one range read, its bytes spliced into the reply as they are. The store
+        // writes them straight into the reply's buffer (lent to `scratch` for the call), behind room
+        // for the prefix that is item 0, so every header byte is written once.
         const uint64_t ancient_items = db_.ancient_items();
-        if (auto r = db_.header_range(from, want, order, scratch, limits_.max_bytes); !r) return r.error();
-        encode_block_headers(reply, req.request_id, scratch.bytes);
+        const size_t room = prefix_room(req.request_id);
+        scratch.clear();
+        scratch.bytes.swap(reply);
+        scratch.bytes.assign(room, 0);
+        scratch.ends.push_back(room);
+        auto read = db_.append_header_range(from, want, order, scratch, limits_.max_bytes);
+        scratch.bytes.swap(reply);
+        const uint64_t n = scratch.size() - 1;
+        scratch.clear();
+        if (!read) return read.error();
+        const size_t header_bytes = reply.size() - room;
+        place_prefix(reply, room, req.request_id, header_bytes);
         // The range is from, from +/- 1, ...: the frozen ones are those below ancient_items.
-        const uint64_t n = scratch.size();
         uint64_t ancient = 0;
         if (!req.reverse) {
             ancient = from < ancient_items ? std::min(n, ancient_items - from) : 0;
@@ -147,15 +184,15 @@ Outcome<ServeSummary> HeaderServer::serve_impl(const GetBlockHeadersRequest& req
             const uint64_t lowest = from - (n - 1);
             ancient = lowest < ancient_items ? std::min(n, ancient_items - lowest) : 0;
         }
-        return ServeSummary{ServeKind::kContiguous, n, scratch.bytes.size(), ancient};
+        return ServeSummary{ServeKind::kContiguous, n, header_bytes, ancient};
     }
 
     // skip + 1 wraps to 0 for skip = 2^64-1: then only the origin can be served.
     const uint64_t step = req.skip + 1;
-    Collector out(reply, want, limits_.max_bytes);
+    Collector out(reply, req.request_id, want, limits_.max_bytes);
     if (auto r = collect_numbers(from, step, req.reverse, want, scratch, out); !r) return r.error();
-    out.finish(req.request_id);
-    return ServeSummary{ServeKind::kSkip, out.count(), out.bytes(), out.ancient()};
+    const size_t header_bytes = out.finish();
+    return ServeSummary{ServeKind::kSkip, out.count(), header_bytes, out.ancient()};
 }
 
 // Canonical headers from, from +/- step, ... until `want` are collected, the chain ends or the reply

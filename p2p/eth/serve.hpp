@@ -48,8 +48,10 @@ class HeaderServer {
     // Replaces `reply` with the BlockHeaders payload [request id, [headers...]] for `req`: at most
     // min(amount, max_headers) headers and about max_bytes of them, numbers origin, origin +/-
     // (skip+1), ... while they exist (a short or empty list past the head, below genesis or for an
-    // unknown hash). `scratch` is working space. With warm buffers, a number origin and skip 0, no
-    // heap allocation is made here beyond what ChainDb does. An error means a damaged store (the
+    // unknown hash). `scratch` is working space (skip 0 reads the headers straight into `reply`'s
+    // buffer, lent to scratch for the call, and uses only scratch's item ends). With warm buffers, a
+    // number origin and skip 0, no heap allocation is made here beyond what ChainDb does, and each
+    // header byte is written once. An error means a damaged store (the
     // message names the block); `reply` then holds an empty reply for the same request id, which
     // the session may still send.
     Outcome<ServeSummary> serve(const GetBlockHeadersRequest& req, ItemBuffer& scratch, Bytes& reply) const;

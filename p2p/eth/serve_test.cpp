@@ -354,6 +354,73 @@ TEST_F(ServeTest, ReusedBuffersHoldNothingOfEarlierContents) {
     check({78, HashOrNumber::of(3), 2, 1, false}, {3, 5}, ServeKind::kSkip);
 }
 
+// The reply is built in place behind room for a prefix sized for a 64 KiB .. 16 MiB header list:
+// lists just below and above 64 KiB (whose prefixes are a byte shorter or exactly that long), for
+// request ids of every length, each way, in each store and across the boundary.
+TEST_F(ServeTest, RepliesAroundThePrefixSizeStepAreExact) {
+    for (uint64_t origin : {uint64_t{100}, uint64_t{7100}, uint64_t{7400}}) {
+        for (bool reverse : {false, true}) {
+            // The number of headers whose RLP first reaches 65,536 bytes from this origin.
+            uint64_t count = 0;
+            size_t bytes = 0;
+            while (bytes < (size_t{1} << 16) && (reverse ? count <= origin : origin + count <= kHead)) {
+                bytes += ref().headers[static_cast<size_t>(reverse ? origin - count : origin + count)].size();
+                ++count;
+            }
+            if (bytes < (size_t{1} << 16)) continue;  // genesis comes first (100 down)
+            for (uint64_t amount : {count - 1, count, count + 1}) {
+                for (uint64_t rid : {uint64_t{0}, uint64_t{0x7f}, uint64_t{0x80}, uint64_t{0x10000}, kMax}) {
+                    SCOPED_TRACE("origin " + std::to_string(origin) + " amount " + std::to_string(amount) + " id " +
+                                 std::to_string(rid) + (reverse ? " reverse" : ""));
+                    check({rid, HashOrNumber::of(origin), amount, 0, reverse},
+                          expected_numbers(origin, amount, 0, reverse), ServeKind::kContiguous);
+                    check({rid, HashOrNumber::of(origin), amount, 0, reverse},
+                          expected_numbers(origin, amount, 0, reverse), ServeKind::kContiguous);  // warm buffers
+                    // About the same sizes through the skip path (skip 1 reads a window, keeps every other).
+                    check({rid, HashOrNumber::of(origin), amount, 1, reverse},
+                          expected_numbers(origin, amount, 1, reverse), ServeKind::kSkip);
+                }
+            }
+        }
+    }
+}
+
+// append_header_range, which serve() reads into the reply with, leaves the items before it alone
+// and counts max_bytes from where it starts.
+TEST_F(ServeTest, AppendedRangesFollowTheItemsBeforeThem) {
+    struct Case {
+        uint64_t from;
+        uint64_t count;
+        db::Order order;
+        size_t max_bytes;
+    };
+    constexpr size_t kNoCap = std::numeric_limits<size_t>::max();
+    const Case cases[] = {
+        {100, 192, db::Order::kAscending, kNoCap},   {7100, 192, db::Order::kAscending, kNoCap},
+        {7300, 192, db::Order::kDescending, kNoCap}, {8000, 300, db::Order::kAscending, kNoCap},
+        {7150, 100, db::Order::kAscending, 20000},   {7250, 100, db::Order::kDescending, 20000},
+        {7191, 10, db::Order::kAscending, 1},        {9000, 5, db::Order::kAscending, kNoCap},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE("from " + std::to_string(c.from) + " count " + std::to_string(c.count));
+        ItemBuffer alone;
+        ASSERT_TRUE(db_->header_range(c.from, c.count, c.order, alone, c.max_bytes));
+        ItemBuffer out;
+        out.push(as_bytes("first item"));
+        out.push(as_bytes("2nd"));
+        ASSERT_TRUE(db_->append_header_range(c.from, c.count, c.order, out, c.max_bytes));
+        ASSERT_EQ(out.size(), alone.size() + 2);
+        EXPECT_EQ(to_hex(out.item(0)), to_hex(as_bytes("first item")));
+        EXPECT_EQ(to_hex(out.item(1)), to_hex(as_bytes("2nd")));
+        for (size_t i = 0; i < alone.size(); ++i) {
+            const ByteView got = out.item(i + 2);
+            const ByteView want = alone.item(i);
+            ASSERT_TRUE(std::equal(got.begin(), got.end(), want.begin(), want.end())) << "item " << i;
+        }
+        EXPECT_EQ(out.bytes.size(), 13 + alone.bytes.size());
+    }
+}
+
 // ---- side chains --------------------------------------------------------------------------------
 
 // A side chain forking off block 7999: blocks 8000', 8001', 8002' (LevelDB range), plus a side
