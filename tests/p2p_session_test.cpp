@@ -225,43 +225,32 @@ TEST_P(SessionTest, ManyRequestsInFlightEachGetTheirOwnReply) {
     }
 }
 
-// Asks for 128 headers at a time, three requests at once, until the session ends; counts the
-// replies that were right.
-asio::awaitable<void> keep_asking(std::shared_ptr<ClientSession> session, uint64_t seed, uint64_t* good) {
+// Asks for `amount` headers at a time until the session ends; counts the replies that were right.
+asio::awaitable<void> keep_asking(std::shared_ptr<ClientSession> session, uint64_t seed, uint64_t amount,
+                                  uint64_t* good) {
     std::mt19937_64 rng(seed);
     while (!session->closed()) {
-        const uint64_t origin = rng() % (kBlocks - 128);
-        RequestResult r = co_await session->request(ask(origin, 128), 10s);
+        const uint64_t origin = rng() % (kBlocks - amount);
+        RequestResult r = co_await session->request(ask(origin, amount), 10s);
         if (!r) co_return;
-        if (testing::are_blocks(r->headers, origin, 128)) ++*good;
+        if (testing::are_blocks(r->headers, origin, amount)) ++*good;
     }
 }
 
-// stop() tells every peer on every worker "client quitting" (0x08), idle and busy ones alike, and
-// every session ends: the server's session count reaches 0 and its threads can be joined.
-TEST_P(SessionTest, StopTellsEveryPeerClientQuitting) {
-    constexpr size_t kIdle = 4;
-    constexpr size_t kBusy = 4;
-    for (size_t i = 0; i < kIdle + kBusy; ++i) open();
-    EXPECT_TRUE(testing::run_until(client_io_, [&] { return live_->server().peers() == kIdle + kBusy; }));
-    uint64_t good = 0;
-    for (size_t i = kIdle; i < kIdle + kBusy; ++i) {
-        for (uint64_t k = 0; k < 3; ++k)
-            asio::co_spawn(client_io_, keep_asking(sessions_[i], i * 10 + k, &good), asio::detached);
-    }
-    ASSERT_TRUE(testing::run_until(
-        client_io_, [&] { return good >= 60; }, 30s))
-        << "the busy peers were not served";
-
-    live_->server().stop();
+// stop() tells every peer on every worker "client quitting" (0x08) and every session ends: the
+// server's session count reaches 0 and its threads can be joined. Peers 0..idle-1 are idle, the
+// others busy (requests of their own running).
+void stop_and_expect_quitting(LiveServer& live, asio::io_context& io,
+                              const std::vector<std::shared_ptr<ClientSession>>& sessions, size_t idle) {
+    live.server().stop();
     const auto stopped = Clock::now();
     const bool all_closed = testing::run_until(
-        client_io_, [&] { return std::ranges::all_of(sessions_, [](const auto& s) { return s->closed(); }); }, 8s);
+        io, [&] { return std::ranges::all_of(sessions, [](const auto& s) { return s->closed(); }); }, 8s);
     EXPECT_TRUE(all_closed) << "peers still connected 8 s after stop()";
     EXPECT_LT(Clock::now() - stopped, 5s);
-    for (size_t i = 0; i < sessions_.size(); ++i) {
-        const auto& s = sessions_[i];
-        SCOPED_TRACE((i < kIdle ? "idle peer " : "busy peer ") + std::to_string(i));
+    for (size_t i = 0; i < sessions.size(); ++i) {
+        const auto& s = sessions[i];
+        SCOPED_TRACE((i < idle ? "idle peer " : "busy peer ") + std::to_string(i));
         if (!s->closed()) {
             ADD_FAILURE() << "still connected";
             continue;
@@ -273,16 +262,55 @@ TEST_P(SessionTest, StopTellsEveryPeerClientQuitting) {
     // Sessions the server failed to end would keep its workers (and the joins below) forever: let
     // the clients leave first, so a failure is reported instead of hanging.
     const bool server_done = testing::run_until(
-        client_io_, [&] { return live_->server().sessions() == 0; }, 5s);
-    EXPECT_TRUE(server_done) << live_->server().sessions() << " server sessions still running after stop()";
+        io, [&] { return live.server().sessions() == 0; }, 5s);
+    EXPECT_TRUE(server_done) << live.server().sessions() << " server sessions still running after stop()";
     if (!server_done) {
-        for (auto& s : sessions_) {
-            if (!s->closed()) testing::run_task(client_io_, s->close(), 5s);
+        for (const auto& s : sessions) {
+            if (!s->closed()) testing::run_task(io, s->close(), 5s);
         }
     }
-    live_->stop();
-    EXPECT_EQ(live_->server().sessions(), 0u);
-    EXPECT_EQ(live_->server().peers(), 0u);
+    live.stop();
+    EXPECT_EQ(live.server().sessions(), 0u);
+    EXPECT_EQ(live.server().peers(), 0u);
+}
+
+TEST_P(SessionTest, StopTellsIdlePeersOnEveryWorkerClientQuitting) {
+    constexpr size_t kPeers = 8;  // round robin: on both workers when there are two
+    for (size_t i = 0; i < kPeers; ++i) open();
+    EXPECT_TRUE(testing::run_until(client_io_, [&] { return live_->server().peers() == kPeers; }));
+    // Each has been served once, so every server session is in its serving loop.
+    for (const auto& s : sessions_) {
+        RequestResult r = testing::run_task(client_io_, s->request(ask(7000, 2)));
+        ASSERT_TRUE(r) << r.error().message;
+    }
+    stop_and_expect_quitting(*live_, client_io_, sessions_, kPeers);
+}
+
+// The same with peers busy with small requests, six in flight each, so the server's sessions are
+// mostly between one read and the next, not waiting in one, when stop() comes.
+//
+// DISABLED: fails in about one run in eight (both 1 and 2 workers): a busy peer is never told
+// anything and stays connected, and the server session keeps serving it, so Server's threads
+// never end. Server::stop() (p2p/server.cpp, the loop posting conn->cancel() to each worker)
+// relies on Connection::cancel() (p2p/connection.cpp), which cancels only operations pending at
+// that instant; a session whose read has completed but not yet resumed misses it, serves the
+// message, and waits in its next read as if nothing happened. Reported to the owner of
+// p2p/server.cpp; enable once a stopping session cannot start another read.
+TEST_P(SessionTest, DISABLED_StopTellsPeersBusyWithRequestsClientQuitting) {
+    constexpr size_t kIdle = 2;
+    constexpr size_t kBusy = 6;
+    for (size_t i = 0; i < kIdle + kBusy; ++i) open();
+    EXPECT_TRUE(testing::run_until(client_io_, [&] { return live_->server().peers() == kIdle + kBusy; }));
+    uint64_t good = 0;
+    for (size_t i = kIdle; i < kIdle + kBusy; ++i) {
+        for (uint64_t k = 0; k < 6; ++k) {
+            asio::co_spawn(client_io_, keep_asking(sessions_[i], i * 10 + k, 1 + k % 3, &good), asio::detached);
+        }
+    }
+    ASSERT_TRUE(testing::run_until(
+        client_io_, [&] { return good >= 300; }, 30s))
+        << "the busy peers were not served";
+    stop_and_expect_quitting(*live_, client_io_, sessions_, kIdle);
 }
 
 // What a raw eth client built from the production pieces saw.
@@ -291,13 +319,22 @@ struct Seen {
     std::vector<size_t> updates_at;   // for each BlockRangeUpdate: replies received before it
     std::vector<eth::BlockRangeUpdate> updates;
     size_t bad_replies{0};
+    std::optional<p2p::DisconnectReason> goodbye;  // the server's Disconnect, if it sent one
+    std::string error;                             // how the stream broke, if it did
 };
 
+// The reason a Disconnect payload gives; throws if it has none.
+p2p::DisconnectReason reason_of(ByteView payload) {
+    auto reason = p2p::decode_disconnect(payload);
+    if (!reason) throw std::runtime_error("raw client: Disconnect does not decode");
+    return *reason;
+}
+
 // Dials the server, handshakes, Hello and Status offering `offers`; sends `requests` requests of
-// 1024 headers back to back; calls `announce` once the first reply is in; reads every reply and
-// whatever else comes until the last reply.
+// 1024 headers back to back; calls `on_first_reply` once the first reply is in; reads every reply,
+// and whatever else comes, until the last reply, a Disconnect from the server or a broken stream.
 asio::awaitable<void> pipelined_client(p2p::Enode server, std::span<const p2p::ProtocolOffer> offers, uint64_t requests,
-                                       std::function<void()> announce, Seen* seen, uint64_t* version) {
+                                       std::function<void()> on_first_reply, Seen* seen, uint64_t* version) {
     auto executor = co_await asio::this_coro::executor;
     p2p::tcp::socket socket(executor);
     // A small fixed receive window (no autotuning): the server cannot write far ahead of what this
@@ -320,39 +357,52 @@ asio::awaitable<void> pipelined_client(p2p::Enode server, std::span<const p2p::P
         r.encode(payload);
         co_await conn.write_message(link.offset + static_cast<uint64_t>(eth::MessageId::kGetBlockHeaders), payload);
     }
-    while (seen->reply_ids.size() < requests) {
-        auto m = co_await conn.read_message(Clock::now() + 10s);
-        if (!m) throw std::runtime_error("raw client: nothing for 10 s");
-        if (m->id == static_cast<uint64_t>(p2p::BaseMessageId::kPing)) {
-            Bytes pong;
-            p2p::encode_pong(pong);
-            co_await conn.write_message(static_cast<uint64_t>(p2p::BaseMessageId::kPong), pong);
-            continue;
+    try {
+        while (seen->reply_ids.size() < requests) {
+            auto m = co_await conn.read_message(Clock::now() + 10s);
+            if (!m) throw std::runtime_error("raw client: nothing for 10 s");
+            if (m->id == static_cast<uint64_t>(p2p::BaseMessageId::kDisconnect)) {
+                seen->goodbye = reason_of(m->payload);
+                co_return;
+            }
+            if (m->id == static_cast<uint64_t>(p2p::BaseMessageId::kPing)) {
+                Bytes pong;
+                p2p::encode_pong(pong);
+                co_await conn.write_message(static_cast<uint64_t>(p2p::BaseMessageId::kPong), pong);
+                continue;
+            }
+            const uint64_t code = m->id - link.offset;
+            if (code == static_cast<uint64_t>(eth::MessageId::kBlockRangeUpdate)) {
+                auto u = eth::BlockRangeUpdate::decode(m->payload);
+                if (!u) throw std::runtime_error("raw client: BlockRangeUpdate does not decode");
+                seen->updates_at.push_back(seen->reply_ids.size());
+                seen->updates.push_back(*u);
+                continue;
+            }
+            if (code != static_cast<uint64_t>(eth::MessageId::kBlockHeaders)) {
+                throw std::runtime_error("raw client: unexpected message id " + std::to_string(m->id));
+            }
+            auto reply = eth::BlockHeadersMessage::decode(m->payload);
+            if (!reply) throw std::runtime_error("raw client: BlockHeaders does not decode");
+            const uint64_t i = seen->reply_ids.size();
+            if (!testing::are_blocks(reply->headers, i * 1024 % (kBlocks - 1024), 1024)) ++seen->bad_replies;
+            seen->reply_ids.push_back(reply->request_id);
+            if (seen->reply_ids.size() == 1 && on_first_reply) on_first_reply();
         }
-        const uint64_t code = m->id - link.offset;
-        if (code == static_cast<uint64_t>(eth::MessageId::kBlockRangeUpdate)) {
-            auto u = eth::BlockRangeUpdate::decode(m->payload);
-            if (!u) throw std::runtime_error("raw client: BlockRangeUpdate does not decode");
-            seen->updates_at.push_back(seen->reply_ids.size());
-            seen->updates.push_back(*u);
-            continue;
+        // An update written after the last reply would be missed above: look once more.
+        while (auto m = co_await conn.read_message(Clock::now() + 500ms)) {
+            if (m->id == static_cast<uint64_t>(p2p::BaseMessageId::kDisconnect)) {
+                seen->goodbye = reason_of(m->payload);
+                co_return;
+            }
+            if (m->id - link.offset == static_cast<uint64_t>(eth::MessageId::kBlockRangeUpdate)) {
+                seen->updates_at.push_back(seen->reply_ids.size());
+                if (auto u = eth::BlockRangeUpdate::decode(m->payload)) seen->updates.push_back(*u);
+            }
         }
-        if (code != static_cast<uint64_t>(eth::MessageId::kBlockHeaders)) {
-            throw std::runtime_error("raw client: unexpected message id " + std::to_string(m->id));
-        }
-        auto reply = eth::BlockHeadersMessage::decode(m->payload);
-        if (!reply) throw std::runtime_error("raw client: BlockHeaders does not decode");
-        const uint64_t i = seen->reply_ids.size();
-        if (!testing::are_blocks(reply->headers, i * 1024 % (kBlocks - 1024), 1024)) ++seen->bad_replies;
-        seen->reply_ids.push_back(reply->request_id);
-        if (seen->reply_ids.size() == 1 && announce) announce();
-    }
-    // An update written after the last reply would be missed above: look once more.
-    while (auto m = co_await conn.read_message(Clock::now() + 500ms)) {
-        if (m->id - link.offset == static_cast<uint64_t>(eth::MessageId::kBlockRangeUpdate)) {
-            seen->updates_at.push_back(seen->reply_ids.size());
-            if (auto u = eth::BlockRangeUpdate::decode(m->payload)) seen->updates.push_back(*u);
-        }
+    } catch (const p2p::PeerError& e) {
+        seen->error = e.what();
+        co_return;
     }
     co_await conn.disconnect(p2p::DisconnectReason::kRequested);
 }
@@ -394,6 +444,9 @@ TEST_P(SessionTest, AnnounceReachesAnEth69PeerBetweenRepliesInFlight) {
     EXPECT_EQ(old.reply_ids, in_order);
     EXPECT_EQ(modern.bad_replies, 0u);
     EXPECT_EQ(old.bad_replies, 0u);
+    EXPECT_EQ(modern.error, "");
+    EXPECT_EQ(old.error, "");
+    EXPECT_FALSE(modern.goodbye || old.goodbye);
     ASSERT_EQ(modern.updates.size(), 1u) << "BlockRangeUpdates received";
     EXPECT_GE(modern.updates_at[0], 1u);
     EXPECT_LT(modern.updates_at[0], kRequests) << "the update waited until every reply was written";
@@ -401,6 +454,32 @@ TEST_P(SessionTest, AnnounceReachesAnEth69PeerBetweenRepliesInFlight) {
     EXPECT_EQ(modern.updates[0].latest_hash, chain.hashes[8191]);
     EXPECT_LE(modern.updates[0].earliest, modern.updates[0].latest);
     EXPECT_TRUE(old.updates.empty()) << "an eth/68 peer got a BlockRangeUpdate";
+}
+
+// stop() while the server is writing replies to a peer that reads slowly (96 large requests in
+// flight, a 64 KiB receive window): the peer still gets "client quitting" after whole replies,
+// never a frame cut short or a bare close.
+//
+// DISABLED: fails every time (1 and 2 workers): the peer reads "Connection reset by peer" and no
+// Disconnect. Connection::cancel(), called by Server::stop() (p2p/server.cpp), also cancels the
+// reply write in progress (Connection::write_all, p2p/connection.cpp: "write: cancelled"), which
+// marks the stream broken with a partial frame on the wire; disconnect() then sends nothing and
+// closes with the peer's pipelined requests unread (hence the reset). Reported to the owner of
+// p2p/server.cpp and p2p/connection.cpp; enable once stop() lets the frame being written finish.
+TEST_P(SessionTest, DISABLED_StopTellsAPeerWaitingForRepliesClientQuitting) {
+    constexpr uint64_t kRequests = 96;
+    Seen seen;
+    uint64_t version = 0;
+    testing::run_task(client_io_,
+                      pipelined_client(
+                          live_->enode(), p2p::kEthOffers, kRequests, [&] { live_->server().stop(); }, &seen, &version),
+                      30s);
+    EXPECT_EQ(seen.error, "") << "the stream broke instead of ending with a Disconnect";
+    EXPECT_EQ(seen.goodbye, p2p::DisconnectReason::kQuitting);
+    EXPECT_LT(seen.reply_ids.size(), kRequests) << "every request was served before the goodbye";
+    EXPECT_EQ(seen.bad_replies, 0u);
+    EXPECT_TRUE(testing::run_until(
+        client_io_, [&] { return live_->server().sessions() == 0; }, 5s));
 }
 
 // A ClientSession with requests in flight takes a BlockRangeUpdate in its stride: it validates it

@@ -5,6 +5,7 @@
 // limit, the identity a chainless client presents, and a check of headers against the published
 // mainnet headers and hashes of tests/data.
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -101,16 +102,20 @@ inline bool drain(boost::asio::io_context& io, std::chrono::steady_clock::durati
     return io.stopped();
 }
 
-// Runs `io` until `done()` holds; false if `limit` passed first.
+// Runs `io` until `done()` holds; false if `limit` passed first. `done` may depend on other
+// threads (a server's counters): it is checked at least every 10 ms, also when `io` has no work.
 template <class Predicate>
 bool run_until(boost::asio::io_context& io, Predicate done,
                std::chrono::steady_clock::duration limit = std::chrono::seconds(10)) {
     const auto until = std::chrono::steady_clock::now() + limit;
-    io.restart();
-    while (!done() && std::chrono::steady_clock::now() < until) {
-        if (io.run_one_until(until) == 0 && io.stopped()) break;  // nothing left that could change it
+    for (;;) {
+        if (done()) return true;
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= until) return false;
+        if (io.stopped()) io.restart();
+        const auto slice = std::min<std::chrono::steady_clock::duration>(until - now, std::chrono::milliseconds(10));
+        if (io.run_one_for(slice) == 0 && io.stopped()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    return done();
 }
 
 // The mainnet genesis as the head of a node without a chain (what `headerd get` presents).
