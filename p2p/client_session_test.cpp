@@ -543,6 +543,34 @@ TEST_F(ClientSessionTest, APeersDisconnectFailsPendingRequests) {
     EXPECT_EQ(session_->error()->reason(), DisconnectReason::kTooManyPeers);
 }
 
+// A server that sends nothing for one idle period is pinged; one silent for two is dropped with
+// "ping timeout" (kSilent), and the request it left unanswered fails with kClosed.
+TEST_F(ClientSessionTest, ASilentServerIsPingedThenDropped) {
+    ClientOptions options;
+    options.limits.idle = 200ms;
+    std::optional<uint64_t> first;
+    std::optional<DisconnectReason> told;
+    connect(
+        [&](FakeServer& f) -> asio::awaitable<void> {
+            co_await f.next_request();  // ignored, like everything else
+            first = (co_await f.next(2s)).id;
+            told = co_await f.goodbye(2s);
+        },
+        options);
+    const auto start = Clock::now();
+    RequestResult r = request(ask(1, 1), 10s);
+    const auto took = Clock::now() - start;
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().kind, Kind::kClosed) << r.error().message;
+    EXPECT_GE(took, 200ms) << "dropped without the Ping period";
+    EXPECT_LT(took, 2 * 200ms + kSlack);
+    ASSERT_TRUE(wait_closed());
+    EXPECT_EQ(session_->error()->kind(), PeerErrorKind::kSilent);
+    ASSERT_TRUE(testing::run_until(io_, [&] { return fake_.finished(); }));
+    EXPECT_EQ(first, kPing);
+    EXPECT_EQ(told, DisconnectReason::kPingTimeout);
+}
+
 // The server's Ping is answered with Pong while the client is otherwise idle, and the session then
 // serves requests as usual; requests the server makes get the empty answer a client without a
 // chain gives.

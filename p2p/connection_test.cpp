@@ -28,6 +28,7 @@
 #include <boost/asio/write.hpp>
 
 #include "p2p/peer_error.hpp"
+#include "p2p/rlpx/frame.hpp"
 #include "p2p/rlpx/secp256k1.hpp"
 #include "p2p/wire/base_protocol.hpp"
 #include "tests/test_util.hpp"
@@ -246,12 +247,24 @@ asio::awaitable<void> forward(tcp::socket& from, tcp::socket& to, const std::opt
 
 // A frame that starts arriving but is not complete within limits().idle ends the read with
 // kFrameTimeout, however far the read's own deadline is: cut inside the frame body, and inside the
-// 32-byte frame header.
-TEST(Connection, FrameCutShortIsFrameTimeout) {
-    testing::HangGuard guard("FrameCutShortIsFrameTimeout", 60s);
-    constexpr auto kIdle = 300ms;
-    for (size_t keep : {size_t{32 + 500}, size_t{10}}) {
-        SCOPED_TRACE("bytes of the frame delivered: " + std::to_string(keep));
+// 32-byte frame header. A frame larger than limits().max_frame is refused on its header alone
+// (kBadFrame), without waiting for a body that may never come.
+TEST(Connection, FramesCutShortOrTooLargeEndTheRead) {
+    testing::HangGuard guard("FramesCutShortOrTooLargeEndTheRead", 60s);
+    struct Case {
+        size_t keep;  // bytes of the frame the relay delivers
+        size_t max_frame;
+        Clock::duration idle;
+        PeerErrorKind kind;
+    };
+    const Case cases[] = {
+        {32 + 500, rlpx::kMaxFrameSizeField, 300ms, PeerErrorKind::kFrameTimeout},
+        {10, rlpx::kMaxFrameSizeField, 300ms, PeerErrorKind::kFrameTimeout},
+        {32, 4096, 3s, PeerErrorKind::kBadFrame},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE("bytes of the frame delivered: " + std::to_string(c.keep) +
+                     ", max frame: " + std::to_string(c.max_frame));
         Pair p;
         auto [a, relay_a] = socket_pair(p.io);
         auto [relay_b, b] = socket_pair(p.io);
@@ -262,9 +275,10 @@ TEST(Connection, FrameCutShortIsFrameTimeout) {
         asio::co_spawn(p.io, forward(relay_a, relay_b, &budget, &forwarded), asio::detached);
         asio::co_spawn(p.io, forward(relay_b, relay_a, &unlimited, &backwards), asio::detached);
         SessionLimits lb;
-        lb.idle = kIdle;
+        lb.idle = c.idle;
+        lb.max_frame = c.max_frame;
         p.make(std::move(a), std::move(b), {}, lb);
-        budget = forwarded + keep;
+        budget = forwarded + c.keep;
         testing::run_task(p.io, p.a->write_message(0x10, payload_of(1, 20'000)));
         const auto start = Clock::now();
         std::optional<PeerErrorKind> kind;
@@ -274,10 +288,14 @@ TEST(Connection, FrameCutShortIsFrameTimeout) {
             kind = e.kind();
         }
         const auto took = Clock::now() - start;
-        ASSERT_TRUE(kind) << "a frame cut short was read";
-        EXPECT_EQ(*kind, PeerErrorKind::kFrameTimeout) << to_string(*kind);
-        EXPECT_GE(took, kIdle - 50ms);
-        EXPECT_LT(took, kIdle + kSlack);
+        ASSERT_TRUE(kind) << "the frame was read";
+        EXPECT_EQ(*kind, c.kind) << to_string(*kind);
+        if (c.kind == PeerErrorKind::kFrameTimeout) {
+            EXPECT_GE(took, c.idle - 50ms);
+            EXPECT_LT(took, c.idle + kSlack);
+        } else {
+            EXPECT_LT(took, kSlack) << "an oversized frame waited for its body";
+        }
         EXPECT_EQ(forwarded, budget) << "the relay did not deliver what the test meant to";
         relay_a.close();
         relay_b.close();
