@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Builds the tests of the code that runs on several threads with a sanitizer and runs them through
+# CTest. Exits non-zero on any failed test and on any sanitizer report, then prints the wall time.
+#
+#   scripts/sanitize.sh            # ThreadSanitizer, in ./build-tsan
+#   scripts/sanitize.sh address    # AddressSanitizer + UBSan, in ./build-asan
+#
+# Only the test binaries of the code worker threads share are built: ancient/, db/, p2p/ (rlpx,
+# wire, eth, tracker and the server) and the in-process server suites tests/p2p_bad_input_test and
+# tests/p2p_session_test, with HEADERD_SANITIZE_JOBS (default 2) compile jobs. Reports go to
+# BUILD_DIR/sanitizer-logs/ and fail the test that produced them; suppressions, each with its
+# reason, are in scripts/tsan.supp. docs/testing.md has more.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS=0
+
+kind=${1:-thread}
+case $kind in
+thread) build_dir=build-tsan ;;
+address) build_dir=build-asan ;;
+*)
+    echo "usage: $0 [thread|address]" >&2
+    exit 2
+    ;;
+esac
+jobs=${HEADERD_SANITIZE_JOBS:-2}
+
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEADERD_SANITIZE="$kind" \
+    -DHEADERD_BUILD_TESTS=ON -DHEADERD_BUILD_BENCHMARKS=OFF -DHEADERD_FUZZ=OFF >/dev/null
+
+targets=(ancient_test db_test rlpx_test eth_test tracker_test p2p_test p2p_bad_input_test)
+# Newer test binaries (p2p/wire, the client-session suite in tests/), when the tree has them.
+all_targets=$(ninja -C "$build_dir" -t targets all)
+for t in wire_test p2p_session_test; do
+    if grep -q "^$t:" <<<"$all_targets"; then
+        targets+=("$t")
+    fi
+done
+cmake --build "$build_dir" --parallel "$jobs" --target "${targets[@]}"
+
+logs=$build_dir/sanitizer-logs
+rm -rf "$logs"
+mkdir -p "$logs"
+case $kind in
+thread)
+    export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp log_path=$PWD/$logs/tsan"
+    ;;
+address)
+    export ASAN_OPTIONS="halt_on_error=1 detect_stack_use_after_return=1 log_path=$PWD/$logs/asan"
+    export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1 log_path=$PWD/$logs/ubsan"
+    ;;
+esac
+
+# The tests of exactly these binaries, by CTest number: their names and labels say nothing of the
+# binary (gtest_discover_tests names them after the test suites, and the bad-input suite shares the
+# "integration" label with script tests that need the headerd binary, which is not built here).
+ctest --test-dir "$build_dir" -N -V >"$logs/ctest-list.txt"
+numbers=()
+for t in "${targets[@]}"; do
+    mapfile -t found < <(awk -v bin="/$t" '$2 == "Test" && $3 == "command:" && substr($4, length($4) - length(bin) + 1) == bin {
+        sub(":", "", $1); print $1 }' "$logs/ctest-list.txt")
+    if [ ${#found[@]} -eq 0 ]; then
+        echo "sanitize: $t has no tests registered in $build_dir" >&2
+        exit 1
+    fi
+    echo "sanitize: $t: ${#found[@]} tests"
+    numbers+=("${found[@]}")
+done
+
+status=0
+ctest --test-dir "$build_dir" --output-on-failure --no-tests=error --parallel "$jobs" --timeout 600 \
+    -I "0,0,0,$(IFS=,; echo "${numbers[*]}")" | tee "$logs/ctest.txt" || status=1
+
+reports=$(find "$logs" -type f -name '[at]san.*' -o -type f -name 'ubsan.*')
+if [ -n "$reports" ]; then
+    status=1
+    for f in $reports; do
+        echo "== sanitizer report $f"
+        cat "$f"
+    done
+fi
+
+tests=$(sed -n 's/.* tests failed out of \([0-9]*\)$/\1/p' "$logs/ctest.txt")
+echo "sanitize ($kind): $tests tests, $(echo "$reports" | grep -c . || true) sanitizer reports," \
+    "$([ $status -eq 0 ] && echo clean || echo FAILED), wall time $((SECONDS / 60))m$((SECONDS % 60))s"
+exit $status
