@@ -10,7 +10,8 @@
 //       flight (a new request as soon as a reply arrives) for warmup + duration seconds. Counted
 //       over the last `duration` seconds: headers/s, request latency (send -> reply decoded,
 //       queueing behind the W-1 earlier requests included) p50/p99, server CPU (utime + stime of
-//       /proc/PID/stat, every thread) and this client's CPU (getrusage). Each row prints the
+//       /proc/PID/stat, every thread), this client's CPU (getrusage), and the fewest and most
+//       requests answered on one connection (equal when the server is fair). Each row prints the
 //       server's worker count and the 1-minute load average when the row started.
 //   loopback_bench ... requests --requests N [--rows 1x8]
 //       Exactly N requests per connection, then stop (for counting server syscalls with --wrap).
@@ -676,12 +677,14 @@ struct LoadState {
     uint64_t replies{0};
     uint64_t headers{0};
     std::vector<double> latencies_ms;
+    std::vector<uint64_t> per_connection;  // replies counted, per connection (fairness)
 };
 
 bool in_window(const LoadState& s) { return s.window_start.has_value() && !s.window_end.has_value(); }
 
 // One of the W request loops of a connection: a new request as soon as its reply is checked.
-asio::awaitable<void> load_loop(Peer& peer, OriginRange range, uint64_t seed, LoadState& s, uint64_t& sent) {
+asio::awaitable<void> load_loop(Peer& peer, size_t conn, OriginRange range, uint64_t seed, LoadState& s,
+                                uint64_t& sent) {
     synthetic::Rng rng(seed);
     const auto more = [&] { return s.requests > 0 ? sent < s.requests : Clock::now() < s.stop_sending; };
     while (more()) {
@@ -691,6 +694,7 @@ asio::awaitable<void> load_loop(Peer& peer, OriginRange range, uint64_t seed, Lo
         const size_t headers = co_await fetch_range(peer, origin);
         if (s.requests > 0 || in_window(s)) {
             ++s.replies;
+            ++s.per_connection[conn];
             s.headers += headers;
             s.latencies_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
         }
@@ -701,15 +705,16 @@ asio::awaitable<void> throughput(asio::io_context& io, const Options& o, const C
                                  const ServerProcess& server, const p2p::LocalNode& local, int& rc) {
     const OriginRange range = origin_range(o, chain);
     const bool timed = o.mode == "throughput";
-    std::printf("%7s %5s %8s %9s %12s %8s %8s %9s %12s %11s %10s %10s %6s\n", "workers", "conns", "inflight",
+    std::printf("%7s %5s %8s %9s %12s %8s %8s %9s %12s %11s %10s %10s %13s %6s\n", "workers", "conns", "inflight",
                 "requests", "headers/s", "p50 ms", "p99 ms", "server %", "server us/h", "srv usr/sys", "server us/req",
-                "client %", "load");
+                "client %", "conn min/max", "load");
     for (const Row& row : o.rows) {
         const std::string load = load1();
         std::vector<Peer> peers(row.connections);
         for (Peer& p : peers) co_await connect_peer(p, server, local, o.handshake_timeout);
         LoadState s;
         s.requests = timed ? 0 : o.requests;
+        s.per_connection.assign(peers.size(), 0);
         const auto start = Clock::now();
         const auto window_start = start + seconds(timed ? o.warmup : 0);
         const auto window_end = window_start + seconds(o.duration);
@@ -719,7 +724,8 @@ asio::awaitable<void> throughput(asio::io_context& io, const Options& o, const C
         std::vector<uint64_t> sent(peers.size(), 0);  // requests per connection (requests mode)
         for (size_t i = 0; i < peers.size(); ++i) {
             for (size_t w = 0; w < row.inflight; ++w) {
-                load_group.spawn(io, load_loop(peers[i], range, 1000 * (1000 * row.connections + i) + w, s, sent[i]));
+                load_group.spawn(io,
+                                 load_loop(peers[i], i, range, 1000 * (1000 * row.connections + i) + w, s, sent[i]));
             }
         }
         if (timed) {
@@ -749,10 +755,15 @@ asio::awaitable<void> throughput(asio::io_context& io, const Options& o, const C
         char split[32];
         std::snprintf(split, sizeof split, "%.0f/%.0f", 100 * server_user / std::max(server_cpu, 1e-9),
                       100 * server_sys / std::max(server_cpu, 1e-9));
-        std::printf("%7zu %5zu %8zu %9llu %12.0f %8.3f %8.3f %9.1f %12.3f %11s %10.1f %10.1f %6s\n", o.workers,
+        // Requests answered per connection, fewest and most: equal when the server is fair.
+        const auto [fewest, most] = std::minmax_element(s.per_connection.begin(), s.per_connection.end());
+        char fairness[48];
+        std::snprintf(fairness, sizeof fairness, "%llu/%llu", static_cast<unsigned long long>(*fewest),
+                      static_cast<unsigned long long>(*most));
+        std::printf("%7zu %5zu %8zu %9llu %12.0f %8.3f %8.3f %9.1f %12.3f %11s %10.1f %10.1f %13s %6s\n", o.workers,
                     row.connections, row.inflight, static_cast<unsigned long long>(s.replies), headers / wall, p50, p99,
                     100 * server_cpu / wall, 1e6 * server_cpu / std::max(headers, 1.0), split,
-                    1e6 * server_cpu / std::max(static_cast<double>(s.replies), 1.0), 100 * client / wall,
+                    1e6 * server_cpu / std::max(static_cast<double>(s.replies), 1.0), 100 * client / wall, fairness,
                     load.c_str());
         std::fflush(stdout);
     }

@@ -118,9 +118,9 @@ echo "command: $loopback --headerd $headerd --datadir $chain --workers W through
     "--duration $duration --warmup 1"
 echo
 echo "-- medians over the rounds, and the ratio to the first worker count"
-# Row lines: workers conns inflight requests headers/s p50 p99 server% us/h usr/sys us/req client% load
+# Row lines: workers conns inflight requests headers/s p50 p99 server% us/h usr/sys us/req client% min/max load
 cat "$tmp"/throughput.* | awk '
-    $1 ~ /^[0-9]+$/ && NF == 13 {
+    $1 ~ /^[0-9]+$/ && NF == 14 {
         key = $1 " " $2 "x" $3; n[key]++; hs[key, n[key]] = $5; uh[key, n[key]] = $9; sp[key, n[key]] = $8
         if (!(($2 "x" $3) in rowseen)) { rowseen[$2 "x" $3] = 1; rows[++nrows] = $2 "x" $3 }
         if (!($1 in wseen)) { wseen[$1] = 1; ws[++nws] = $1 }
