@@ -61,10 +61,9 @@ Connection::~Connection() {
 }
 
 void Connection::cancel() noexcept {
-    boost::system::error_code ec;
-    socket_.cancel(ec);
+    reads_cancelled_ = true;
+    // Every read waits on the socket raced against read_timer_: cancelling the timer ends the wait.
     read_timer_.cancel();
-    write_timer_.cancel();
 }
 
 void Connection::close() noexcept {
@@ -91,6 +90,7 @@ size_t Connection::take_buffered(std::span<uint8_t> out) noexcept {
 }
 
 asio::awaitable<bool> Connection::wait_readable(Clock::time_point deadline) {
+    if (reads_cancelled_) throw PeerError(PeerErrorKind::kNetwork, "read: cancelled");
     read_timer_.expires_at(deadline);
     auto result = co_await (socket_.async_wait(tcp::socket::wait_read, kTuple) || read_timer_.async_wait(kTuple));
     if (result.index() == 1) {
@@ -198,6 +198,7 @@ asio::awaitable<void> Connection::dial_handshake(const rlpx::PrivateKey& key, co
 }
 
 asio::awaitable<std::optional<Message>> Connection::read_message(Clock::time_point deadline) {
+    if (reads_cancelled_) throw PeerError(PeerErrorKind::kNetwork, "read: cancelled");
     // The previous message's payload view dies here, as documented.
     release_if_large(frame_);
     release_if_large(message_);
@@ -295,11 +296,30 @@ asio::awaitable<void> Connection::disconnect(DisconnectReason reason) {
         try {
             co_await write_frame(static_cast<uint64_t>(BaseMessageId::kDisconnect), payload,
                                  std::min<Clock::duration>(limits_.write, kDisconnectTimeout));
+            co_await linger(Clock::now() + kDisconnectTimeout);
         } catch (const std::exception&) {
             // The peer is gone or stuck; closing is all that is left.
         }
     }
     close();
+}
+
+asio::awaitable<void> Connection::linger(Clock::time_point deadline) {
+    // Closing a socket with unread input makes the kernel send a reset, and a reset can discard
+    // the Disconnect still in the peer's receive buffer. So: no more sending, then read and drop
+    // what the peer still sends (requests it pipelined) until it closes or `deadline`.
+    boost::system::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    std::array<uint8_t, 4096> sink;
+    for (;;) {
+        socket_.read_some(asio::buffer(sink), ec);
+        if (!ec) continue;
+        if (!would_block(ec)) co_return;  // the peer closed, or the socket failed: done either way
+        read_timer_.expires_at(deadline);
+        auto result = co_await (socket_.async_wait(tcp::socket::wait_read, kTuple) || read_timer_.async_wait(kTuple));
+        if (result.index() == 1) co_return;  // deadline, or cancelled by close()
+        if (const auto [wec] = std::get<0>(result); wec) co_return;
+    }
 }
 
 }  // namespace headerd::p2p

@@ -118,7 +118,9 @@ class Connection {
     // every call after a failed write: a partial frame leaves nothing more sendable).
     asio::awaitable<void> write_message(uint64_t id, ByteView payload);
     // Best effort: Disconnect with `reason` within one second (or limits().write if shorter), then
-    // close. Sends nothing before the RLPx handshake or after a failed write. Never throws.
+    // close, after up to one more second draining what the peer still sends (so the close is not a
+    // reset that could discard the Disconnect). Sends nothing before the RLPx handshake or after a
+    // failed write. Never throws.
     asio::awaitable<void> disconnect(DisconnectReason reason);
 
     // Counts every message read and written from now on: base-protocol ids in `base`, ids from
@@ -135,8 +137,9 @@ class Connection {
     const std::optional<rlpx::PublicKey>& remote_key() const noexcept { return remote_; }
     // "1.2.3.4:5678", taken when the connection was made (still valid after close).
     const std::string& remote_address() const noexcept { return address_; }
-    // Cancels the pending read and writes (they end with kNetwork); the socket stays open so a
-    // Disconnect can still be sent.
+    // Ends the pending read, and every later one, with kNetwork (a session told to stop cannot miss
+    // it by being between two reads). Writes are left alone: a frame being written finishes within
+    // its deadline, so the stream stays at a frame boundary and a Disconnect can still follow.
     void cancel() noexcept;
     void close() noexcept;
     bool is_open() const noexcept { return socket_.is_open(); }
@@ -152,6 +155,8 @@ class Connection {
     asio::awaitable<bool> wait_readable(Clock::time_point deadline);
     asio::awaitable<void> write_all(ByteView data, Clock::time_point deadline);
     asio::awaitable<void> write_frame(uint64_t id, ByteView payload, Clock::duration timeout);
+    // After our Disconnect: stop sending and drop the peer's input until it closes or `deadline`.
+    asio::awaitable<void> linger(Clock::time_point deadline);
     [[noreturn]] void fail_write(PeerErrorKind kind, const std::string& what);
     void wake_writers() noexcept;
     size_t take_buffered(std::span<uint8_t> out) noexcept;
@@ -171,6 +176,7 @@ class Connection {
     std::optional<rlpx::FrameCodec> codec_;
     std::optional<rlpx::PublicKey> remote_;
     bool snappy_{false};
+    bool reads_cancelled_{false};
     const MessageMeters* base_meters_{nullptr};
     const MessageMeters* eth_meters_{nullptr};
     uint64_t eth_offset_{0};

@@ -288,15 +288,9 @@ TEST_P(SessionTest, StopTellsIdlePeersOnEveryWorkerClientQuitting) {
 
 // The same with peers busy with small requests, six in flight each, so the server's sessions are
 // mostly between one read and the next, not waiting in one, when stop() comes.
-//
-// DISABLED: fails in about one run in eight (both 1 and 2 workers): a busy peer is never told
-// anything and stays connected, and the server session keeps serving it, so Server's threads
-// never end. Server::stop() (p2p/server.cpp, the loop posting conn->cancel() to each worker)
-// relies on Connection::cancel() (p2p/connection.cpp), which cancels only operations pending at
-// that instant; a session whose read has completed but not yet resumed misses it, serves the
-// message, and waits in its next read as if nothing happened. Reported to the owner of
-// p2p/server.cpp; enable once a stopping session cannot start another read.
-TEST_P(SessionTest, DISABLED_StopTellsPeersBusyWithRequestsClientQuitting) {
+// (Connection::cancel() makes every later read fail too, so a session between two reads cannot
+// miss the stop.)
+TEST_P(SessionTest, StopTellsPeersBusyWithRequestsClientQuitting) {
     constexpr size_t kIdle = 2;
     constexpr size_t kBusy = 6;
     for (size_t i = 0; i < kIdle + kBusy; ++i) open();
@@ -459,15 +453,9 @@ TEST_P(SessionTest, AnnounceReachesAnEth69PeerBetweenRepliesInFlight) {
 // stop() while the server is writing replies to a peer that reads slowly (96 large requests in
 // flight, a 64 KiB receive window): the peer still gets "client quitting" after whole replies,
 // never a frame cut short or a bare close.
-//
-// DISABLED: fails in about 19 runs of 20 (1 and 2 workers): the peer reads "Connection reset by
-// peer" and no Disconnect. Connection::cancel(), called by Server::stop() (p2p/server.cpp), also
-// cancels the reply write in progress (Connection::write_all, p2p/connection.cpp: "write:
-// cancelled"), which marks the stream broken with a partial frame on the wire; disconnect() then
-// sends nothing and closes with the peer's pipelined requests unread (hence the reset). Reported to
-// the owner of p2p/server.cpp and p2p/connection.cpp; enable once stop() lets the frame being
-// written finish.
-TEST_P(SessionTest, DISABLED_StopTellsAPeerWaitingForRepliesClientQuitting) {
+// (cancel() leaves the write in progress alone, and disconnect() drains the peer's pipelined
+// requests before closing, so the close is not a reset that could discard the Disconnect.)
+TEST_P(SessionTest, StopTellsAPeerWaitingForRepliesClientQuitting) {
     constexpr uint64_t kRequests = 96;
     Seen seen;
     uint64_t version = 0;
