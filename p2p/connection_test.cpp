@@ -357,8 +357,8 @@ TEST(Connection, WriteToAPeerThatNeverReadsTimesOut) {
     EXPECT_FALSE(p.a->is_open());
 }
 
-// cancel() ends a pending read with kNetwork but leaves the socket open, so a Disconnect can still
-// be sent: what Server::stop() relies on to say "client quitting" to a peer waiting in a read.
+// cancel() ends a pending read, and every later one, with kNetwork but leaves the socket open, so a
+// Disconnect can still be sent: what Server::stop() relies on to say "client quitting".
 TEST(Connection, CancelEndsAReadButStillAllowsAGoodbye) {
     testing::HangGuard guard("CancelEndsAReadButStillAllowsAGoodbye", 60s);
     Pair p;
@@ -386,6 +386,21 @@ TEST(Connection, CancelEndsAReadButStillAllowsAGoodbye) {
     ASSERT_TRUE(kind);
     EXPECT_EQ(*kind, PeerErrorKind::kNetwork);
     EXPECT_TRUE(p.b->is_open());
+    // Every later read fails at once too, even with a message waiting: a session told to stop
+    // between two reads cannot miss it. Writing still works.
+    testing::run_task(p.io, p.a->write_message(0x10, payload_of(5, 100)));
+    const auto again = Clock::now();
+    try {
+        testing::run_task(p.io, p.b->read_message(Clock::now() + 5s));
+        ADD_FAILURE() << "a read after cancel() returned";
+    } catch (const PeerError& e) {
+        EXPECT_EQ(e.kind(), PeerErrorKind::kNetwork);
+    }
+    EXPECT_LT(Clock::now() - again, kSlack);
+    testing::run_task(p.io, p.b->write_message(0x11, payload_of(6, 100)));
+    auto written = testing::run_task(p.io, p.a->read_message(Clock::now() + 5s));
+    ASSERT_TRUE(written);
+    EXPECT_EQ(written->id, 0x11u);
     testing::run_task(p.io, p.b->disconnect(DisconnectReason::kQuitting));
     EXPECT_FALSE(p.b->is_open());
     auto m = testing::run_task(p.io, p.a->read_message(Clock::now() + 5s));
@@ -396,6 +411,44 @@ TEST(Connection, CancelEndsAReadButStillAllowsAGoodbye) {
     EXPECT_EQ(*reason, DisconnectReason::kQuitting);
     // Then the stream ends.
     EXPECT_THROW(testing::run_task(p.io, p.a->read_message(Clock::now() + 5s)), PeerError);
+}
+
+// cancel() leaves a write in progress alone: a frame half on the wire when the session is told to
+// stop still finishes (within its own deadline), so the stream stays at a frame boundary and the
+// Disconnect that follows is readable.
+TEST(Connection, CancelLetsAWriteInProgressFinish) {
+    testing::HangGuard guard("CancelLetsAWriteInProgressFinish", 60s);
+    Pair p;
+    auto [sa, sb] = socket_pair(p.io, 8 * 1024);
+    sa.set_option(asio::socket_base::send_buffer_size(8 * 1024));
+    p.make(std::move(sa), std::move(sb), {}, {});
+    const Bytes big = payload_of(7, 2'000'000);
+    bool written = false;
+    bool written_at_cancel = true;
+    std::optional<Bytes> received;
+    auto writer = [&]() -> asio::awaitable<void> {
+        co_await p.a->write_message(0x10, big);
+        written = true;
+    };
+    auto stopper_then_reader = [&]() -> asio::awaitable<void> {
+        asio::steady_timer wait(p.io, 100ms);
+        co_await wait.async_wait(kTuple);
+        written_at_cancel = written;
+        p.a->cancel();
+        auto m = co_await p.b->read_message(Clock::now() + 10s);
+        if (m) received.emplace(m->payload.begin(), m->payload.end());
+    };
+    testing::run_task(
+        p.io, [&]() -> asio::awaitable<void> { co_await (writer() && stopper_then_reader()); }(), 20s);
+    EXPECT_FALSE(written_at_cancel) << "the write was not in progress: the test did not exercise anything";
+    EXPECT_TRUE(written);
+    ASSERT_TRUE(received);
+    EXPECT_EQ(*received, big);
+    testing::run_task(p.io, p.a->disconnect(DisconnectReason::kQuitting));
+    auto m = testing::run_task(p.io, p.b->read_message(Clock::now() + 5s));
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->id, static_cast<uint64_t>(BaseMessageId::kDisconnect));
+    EXPECT_EQ(decode_disconnect(m->payload).value(), DisconnectReason::kQuitting);
 }
 
 }  // namespace
