@@ -63,6 +63,14 @@ struct Pair {
     std::unique_ptr<Connection> a;
     std::unique_ptr<Connection> b;
 
+    // A direct loopback pair; with `buffer`, a's send and b's receive buffer are that small, so a
+    // large frame cannot be taken at once and its write suspends.
+    void connect(std::optional<int> buffer = std::nullopt, SessionLimits la = {}, SessionLimits lb = {}) {
+        auto [sa, sb] = socket_pair(io, buffer);
+        if (buffer) sa.set_option(asio::socket_base::send_buffer_size(*buffer));
+        make(std::move(sa), std::move(sb), la, lb);
+    }
+
     void make(tcp::socket sa, tcp::socket sb, SessionLimits la, SessionLimits lb) {
         a = std::make_unique<Connection>(std::move(sa), la);
         b = std::make_unique<Connection>(std::move(sb), lb);
@@ -109,9 +117,7 @@ PeerErrorKind kind_of_failure(const std::exception_ptr& e) {
 TEST(Connection, ConcurrentWritersKeepCallOrder) {
     testing::HangGuard guard("ConcurrentWritersKeepCallOrder", 60s);
     Pair p;
-    auto [sa, sb] = socket_pair(p.io, 16 * 1024);
-    sa.set_option(asio::socket_base::send_buffer_size(16 * 1024));
-    p.make(std::move(sa), std::move(sb), {}, {});
+    p.connect(16 * 1024);
     p.a->enable_snappy();
     p.b->enable_snappy();
 
@@ -161,8 +167,7 @@ TEST(Connection, ConcurrentWritersKeepCallOrder) {
 TEST(Connection, BothEndsWriteAndReadAtOnce) {
     testing::HangGuard guard("BothEndsWriteAndReadAtOnce", 60s);
     Pair p;
-    auto [sa, sb] = socket_pair(p.io, 32 * 1024);
-    p.make(std::move(sa), std::move(sb), {}, {});
+    p.connect(32 * 1024);
     constexpr uint64_t kMessages = 12;
     auto send = [](Connection& c, uint64_t base) -> asio::awaitable<void> {
         for (uint64_t i = 0; i < kMessages; ++i) co_await c.write_message(0x10, payload_of(base + i, 1'000'000));
@@ -192,8 +197,7 @@ TEST(Connection, BothEndsWriteAndReadAtOnce) {
 TEST(Connection, IdleReadReturnsNulloptAndTheStreamStaysUsable) {
     testing::HangGuard guard("IdleReadReturnsNulloptAndTheStreamStaysUsable", 60s);
     Pair p;
-    auto [sa, sb] = socket_pair(p.io);
-    p.make(std::move(sa), std::move(sb), {}, {});
+    p.connect();
     p.a->enable_snappy();
     p.b->enable_snappy();
     for (int i = 0; i < 3; ++i) {
@@ -309,11 +313,9 @@ TEST(Connection, WriteToAPeerThatNeverReadsTimesOut) {
     testing::HangGuard guard("WriteToAPeerThatNeverReadsTimesOut", 60s);
     constexpr auto kWrite = 400ms;
     Pair p;
-    auto [sa, sb] = socket_pair(p.io, 8 * 1024);
-    sa.set_option(asio::socket_base::send_buffer_size(8 * 1024));
     SessionLimits la;
     la.write = kWrite;
-    p.make(std::move(sa), std::move(sb), la, {});
+    p.connect(8 * 1024, la);
 
     const Bytes big = payload_of(2, 8'000'000);  // random: snappy is off anyway
     std::exception_ptr first_error;
@@ -362,8 +364,7 @@ TEST(Connection, WriteToAPeerThatNeverReadsTimesOut) {
 TEST(Connection, CancelEndsAReadButStillAllowsAGoodbye) {
     testing::HangGuard guard("CancelEndsAReadButStillAllowsAGoodbye", 60s);
     Pair p;
-    auto [sa, sb] = socket_pair(p.io);
-    p.make(std::move(sa), std::move(sb), {}, {});
+    p.connect();
     p.a->enable_snappy();
     p.b->enable_snappy();
     std::optional<PeerErrorKind> kind;
@@ -419,9 +420,7 @@ TEST(Connection, CancelEndsAReadButStillAllowsAGoodbye) {
 TEST(Connection, CancelLetsAWriteInProgressFinish) {
     testing::HangGuard guard("CancelLetsAWriteInProgressFinish", 60s);
     Pair p;
-    auto [sa, sb] = socket_pair(p.io, 8 * 1024);
-    sa.set_option(asio::socket_base::send_buffer_size(8 * 1024));
-    p.make(std::move(sa), std::move(sb), {}, {});
+    p.connect(8 * 1024);
     const Bytes big = payload_of(7, 2'000'000);
     bool written = false;
     bool written_at_cancel = true;
