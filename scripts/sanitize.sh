@@ -6,10 +6,10 @@
 #   scripts/sanitize.sh address    # AddressSanitizer + UBSan, in ./build-asan
 #
 # Only the test binaries of the code worker threads share are built: ancient/, db/, p2p/ (rlpx,
-# wire, eth, tracker and the server) and the in-process server suites tests/p2p_bad_input_test and
-# tests/p2p_session_test, with HEADERD_SANITIZE_JOBS (default 2) compile jobs. Reports go to
-# BUILD_DIR/sanitizer-logs/ and fail the test that produced them; suppressions, each with its
-# reason, are in scripts/tsan.supp. docs/testing.md has more.
+# wire, eth, tracker and the server) and the in-process server suite tests/p2p_bad_input_test (plus
+# HEADERD_SANITIZE_EXTRA_TESTS, space-separated target names), with HEADERD_SANITIZE_JOBS (default
+# 2) compile jobs. Reports go to BUILD_DIR/sanitizer-logs/ and fail the test that produced them;
+# suppressions, each with its reason, are in scripts/tsan.supp. docs/testing.md has more.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS=0
@@ -29,13 +29,14 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEADERD_
     -DHEADERD_BUILD_TESTS=ON -DHEADERD_BUILD_BENCHMARKS=OFF -DHEADERD_FUZZ=OFF >/dev/null
 
 targets=(ancient_test db_test rlpx_test eth_test tracker_test p2p_test p2p_bad_input_test)
-# Newer test binaries (p2p/wire, the client-session suite in tests/), when the tree has them.
-all_targets=$(ninja -C "$build_dir" -t targets all)
-for t in wire_test p2p_session_test; do
-    if grep -q "^$t:" <<<"$all_targets"; then
-        targets+=("$t")
-    fi
-done
+# p2p/wire is a newer library; older trees do not have its test binary.
+if ninja -C "$build_dir" -t targets all | grep -q '^wire_test:'; then
+    targets+=(wire_test)
+fi
+# More test binaries by name (for example p2p_session_test, left out by default because some of its
+# assertions on timing do not hold at TSan's speed; docs/testing.md).
+read -r -a extra <<<"${HEADERD_SANITIZE_EXTRA_TESTS:-}"
+targets+=("${extra[@]}")
 cmake --build "$build_dir" --parallel "$jobs" --target "${targets[@]}"
 
 logs=$build_dir/sanitizer-logs
