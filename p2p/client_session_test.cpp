@@ -135,7 +135,7 @@ class FakeServer {
         co_await reply(request.request_id, request.origin.number, request.amount);
     }
     asio::awaitable<void> send(uint64_t id, ByteView payload) { co_await conn_->write_message(id, payload); }
-    // The next message must be Disconnect (Pongs skipped): its reason.
+    // The next message must be Disconnect (Pongs skipped): its reason. Then closes.
     asio::awaitable<DisconnectReason> goodbye(Clock::duration timeout = 5s) {
         for (;;) {
             Received m = co_await next(timeout);
@@ -144,6 +144,7 @@ class FakeServer {
                 throw std::runtime_error("fake server: expected Disconnect, got id " + std::to_string(m.id));
             auto reason = decode_disconnect(m.payload);
             if (!reason) throw std::runtime_error("fake server: Disconnect does not decode");
+            conn_->close();  // as a peer does once told goodbye
             co_return *reason;
         }
     }
@@ -172,6 +173,8 @@ class ClientSessionTest : public ::testing::Test {
   protected:
     void SetUp() override { guard_.emplace(::testing::UnitTest::GetInstance()->current_test_info()->name(), 60s); }
     void TearDown() override {
+        // A script that is done leaves: the client's goodbye then need not linger.
+        if (fake_.finished()) fake_.close();
         if (session_ && !session_->closed()) {
             try {
                 testing::run_task(io_, session_->close(), 5s);
