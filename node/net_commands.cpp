@@ -78,8 +78,8 @@ Outcome<void> ensure_descriptors(uint64_t needed, const std::string& why) {
 int cmd_serve(int argc, char** argv) {
     const CommandSpec spec{
         "serve",
-        "serve the stored headers to devp2p peers (RLPx, eth/68 and eth/69)",
-        "--datadir DIR [--listen HOST:PORT] [--max-peers N] [--workers N] [--metrics HOST:PORT]",
+        "serve the stored headers to devp2p peers (RLPx, eth/68 to eth/72)",
+        "--datadir DIR [--listen HOST:PORT] [--max-peers N] [--max-pending N] [--workers N] [--metrics HOST:PORT]",
         {datadir_option(),
          {"listen", "[HOST:]PORT", "TCP address to accept peers on (host 127.0.0.1 if absent; port 0: any free port)",
           "127.0.0.1:30303", false},
@@ -189,19 +189,20 @@ int cmd_serve(int argc, char** argv) {
 }
 
 int cmd_get(int argc, char** argv) {
-    const CommandSpec spec{"get",
-                           "ask a peer for headers with one GetBlockHeaders request",
-                           "--peer ENODE --origin NUM|HASH --amount N [--skip K] [--reverse] [--format rlp|json]",
-                           {{"peer", "ENODE", "enode://ID@HOST:PORT of the peer", "", true},
-                            {"origin", "NUM|HASH", "first block: a number, or a 0x-prefixed 32-byte hash", "", true},
-                            {"amount", "N", "headers to ask for", "", true},
-                            {"skip", "K", "blocks to skip between headers", "0", false},
-                            {"reverse", "", "walk towards the genesis", "", false},
-                            {"format", "rlp|json", "one header per line: RLP hex, or JSON with its hash", "rlp", false},
-                            {"timeout", "SECONDS", "deadline for connecting and for the reply", "10", false},
-                            verbosity_option()},
-                           false,
-                           ""};
+    const CommandSpec spec{
+        "get",
+        "ask a peer for headers with one GetBlockHeaders request",
+        "--peer ENODE --origin NUM|HASH --amount N [--skip K] [--reverse] [--format rlp|json] [--timeout S]",
+        {{"peer", "ENODE", "enode://ID@HOST:PORT of the peer", "", true},
+         {"origin", "NUM|HASH", "first block: a number, or a 0x-prefixed 32-byte hash", "", true},
+         {"amount", "N", "headers to ask for", "", true},
+         {"skip", "K", "blocks to skip between headers", "0", false},
+         {"reverse", "", "walk towards the genesis", "", false},
+         {"format", "rlp|json", "one header per line: RLP hex, or JSON with its hash", "rlp", false},
+         {"timeout", "SECONDS", "deadline for connecting and for the reply", "10", false},
+         verbosity_option()},
+        false,
+        ""};
     int code = 0;
     auto args = start(spec, argc, argv, &code);
     if (!args) return code;

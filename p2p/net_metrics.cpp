@@ -12,6 +12,8 @@ constexpr uint64_t kRequestCodes[] = {
     static_cast<uint64_t>(eth::MessageId::kGetBlockBodies),
     static_cast<uint64_t>(eth::MessageId::kGetPooledTransactions),
     static_cast<uint64_t>(eth::MessageId::kGetReceipts),
+    static_cast<uint64_t>(eth::MessageId::kGetBlockAccessLists),  // eth/71+
+    static_cast<uint64_t>(eth::MessageId::kGetCells),             // eth/72
 };
 constexpr uint64_t kBaseCodes = 4;  // Hello, Disconnect, Ping, Pong
 // The only request this node sends (get, sync, load).
@@ -42,6 +44,7 @@ MessageMeters make_meters(metrics::Families& f, const std::string& proto, uint64
     }
     if (proto == "eth") {
         for (uint64_t code : kRequestCodes) {
+            if (!exists(version, code)) continue;
             const prometheus::Labels labels{{"proto", proto}, {"version", v}, {"code", code_label(code)}};
             m.serve_seconds[code] = &f.serve_seconds.Add(labels, metrics::duration_buckets());
         }
