@@ -114,8 +114,8 @@ class Connection {
     // REQUIRES: one reader at a time.
     asio::awaitable<std::optional<Message>> read_message(Clock::time_point deadline);
     // Writes one message (compressed once snappy is on, except Hello) within limits().write; see
-    // the class comment for ordering. Throws PeerError (kWriteTimeout, kNetwork, or kNetwork for
-    // every call after a failed write: a partial frame leaves nothing more sendable).
+    // the class comment for ordering. Throws PeerError (kWriteTimeout or kNetwork; every call after
+    // a failed write throws that failure's kind at once: a partial frame leaves nothing sendable).
     asio::awaitable<void> write_message(uint64_t id, ByteView payload);
     // Best effort: Disconnect with `reason` within one second (or limits().write if shorter), then
     // close, after up to one more second draining what the peer still sends (so the close is not a
