@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # README command 2: install what is missing, build, and run every test (unit, integration,
-# benchmark smoke runs, a short fuzzing run, clang-format check). Exits non-zero on any failure.
+# benchmark smoke runs, the ThreadSanitizer build (skipped with HEADERD_SKIP_SANITIZE=1), a short
+# fuzzing run, clang-format check). Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -9,4 +10,8 @@ cd "$(dirname "$0")/.."
 # The interop tests' independent peer (@ethereumjs/devp2p), pinned by the committed lockfile.
 (cd tests/interop && npm ci --no-audit --no-fund --loglevel=error)
 ctest --test-dir "${HEADERD_BUILD_DIR:-build}" --output-on-failure --parallel "$(nproc)" --timeout 900
+# The db, ancient and p2p tests again under ThreadSanitizer, in ./build-tsan (docs/testing.md).
+if [ "${HEADERD_SKIP_SANITIZE:-0}" != 1 ]; then
+    ./scripts/sanitize.sh thread
+fi
 HEADERD_FUZZ_SECONDS=${HEADERD_FUZZ_SECONDS:-30} ./scripts/fuzz.sh
