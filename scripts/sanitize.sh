@@ -74,8 +74,9 @@ done
 status=0
 ctest --test-dir "$build_dir" --output-on-failure --no-tests=error --parallel "$jobs" --timeout 600 \
     --repeat until-pass:2 -I "0,0,0,$(IFS=,; echo "${numbers[*]}")" | tee "$logs/ctest.txt" || status=1
-mapfile -t retried < <(grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*(\*\*\*Failed|\*\*\*Timeout|Exception)' \
-    "$logs/ctest.txt" | sed -E 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+).*/\1/' | sort -u)
+# (CTest prints a failed attempt that will be retried without the "N/M" progress prefix.)
+mapfile -t retried < <(grep -E '^ *([0-9]+/[0-9]+ )?Test +#[0-9]+: .*(\*\*\*Failed|\*\*\*Timeout|Exception)' \
+    "$logs/ctest.txt" | sed -E 's/^ *([0-9]+\/[0-9]+ )?Test +#[0-9]+: ([^ ]+).*/\2/' | sort -u)
 if [ ${#retried[@]} -gt 0 ]; then
     echo "sanitize: failed at least once (output above):"
     printf '    %s\n' "${retried[@]}"
