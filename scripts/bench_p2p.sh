@@ -14,8 +14,9 @@
 #
 #   scripts/bench_p2p.sh                   # on the 1,000,000-header benchmark chain (build-release/)
 #   HEADERD_BENCH_HEADERS=200000 scripts/bench_p2p.sh                          # a smaller chain
-#   HEADERD_BENCH_HEADERS=20000 HEADERD_P2P_DURATION=1 HEADERD_P2P_IDLE_PEERS=1000 \
-#       HEADERD_P2P_STORM_PEERS=1000 HEADERD_P2P_SERVE_BENCHMARK=0 scripts/bench_p2p.sh   # a quick run
+#   HEADERD_BENCH_HEADERS=20000 HEADERD_P2P_DURATION=1 HEADERD_P2P_ROUNDS=1 HEADERD_P2P_IDLE_PEERS=1000 \
+#       HEADERD_P2P_STORM_PEERS=1000 HEADERD_P2P_STORM_HANDSHAKES=1000 HEADERD_P2P_SERVE_BENCHMARK=0 \
+#       scripts/bench_p2p.sh                                                       # a quick run
 #
 # Arguments go to serve_benchmark (default: 3 repetitions, medians shown). The chain is the one
 # scripts/bench.sh uses (HEADERD_BENCH_DIR, default build-release/bench-chain-<headers>: seed 1,
@@ -25,9 +26,9 @@
 #   HEADERD_P2P_DURATION         seconds counted per throughput row (5)
 #   HEADERD_P2P_ROWS             throughput rows (1x8,4x8,16x8)
 #   HEADERD_P2P_WORKERS          worker counts compared in step 2 ("1 2")
-#   HEADERD_P2P_ROUNDS           servers started per worker count in step 2 (2)
+#   HEADERD_P2P_ROUNDS           servers started per worker count in step 2 (4)
 #   HEADERD_P2P_STRACE           1 (default) counts syscalls per request; 0 skips it
-#   HEADERD_P2P_IDLE_PEERS       idle peer counts of step 3 ("1000 10000")
+#   HEADERD_P2P_IDLE_PEERS       idle peer counts of step 3 ("1000 10000"; empty: skip step 3)
 #   HEADERD_P2P_STORM_PEERS      peers of the storm (10000); 0 skips step 4
 #   HEADERD_P2P_STORM_HANDSHAKES connecting at once, one storm per value ("<peers> 1000": all of them,
 #                                then 1,000 connectors taking the next peer as soon as theirs is done)
@@ -41,9 +42,9 @@ serve_benchmark=${HEADERD_P2P_SERVE_BENCHMARK:-1}
 duration=${HEADERD_P2P_DURATION:-5}
 rows=${HEADERD_P2P_ROWS:-1x8,4x8,16x8}
 worker_counts=${HEADERD_P2P_WORKERS:-1 2}
-rounds=${HEADERD_P2P_ROUNDS:-2}
+rounds=${HEADERD_P2P_ROUNDS:-4}
 use_strace=${HEADERD_P2P_STRACE:-1}
-idle_peers=${HEADERD_P2P_IDLE_PEERS:-1000 10000}
+idle_peers=${HEADERD_P2P_IDLE_PEERS-1000 10000}  # set and empty: no idle step
 storm_peers=${HEADERD_P2P_STORM_PEERS:-10000}
 storm_handshakes=${HEADERD_P2P_STORM_HANDSHAKES:-$storm_peers 1000}
 small=$build_dir/bench-p2p-small
