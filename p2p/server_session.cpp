@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include "p2p/eth/messages.hpp"
 
@@ -35,6 +38,10 @@ class Handler {
             const Clock::time_point received = meters_ != nullptr ? Clock::now() : Clock::time_point{};
             if (co_await handle_base(conn_, *m)) continue;
             co_await dispatch(static_cast<MessageId>(eth_code(link_, *m)), m->payload, received);
+            // Reads and writes complete at once while a peer keeps the socket busy: give the
+            // worker's other sessions and timers their turn after every message, or one pipelining
+            // peer would hold the worker.
+            co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
         }
     }
 
