@@ -12,7 +12,7 @@
 #      (b) the crypto floor: serve CPU time per request (1 thread) / reply_crypto CPU time per request
 #          (snappy compression + AES-256-CTR + keccak MAC of the same kind of reply).
 #
-#   scripts/bench_scaling.sh                                  # 3 repetitions, medians
+#   scripts/bench_scaling.sh                                  # 5 interleaved repetitions, medians
 #   scripts/bench_scaling.sh --benchmark_min_time=0.05        # a quick run (arguments go to serve_benchmark)
 #
 # HEADERD_BENCH_THREADS (default 2) is the largest thread count; HEADERD_RELEASE_DIR (default
@@ -52,7 +52,10 @@ echo "export of blocks 0..8191 is byte-identical to $headers_rlp"
 echo
 echo "== 2. in process: serve_benchmark, 1..$HEADERD_BENCH_THREADS threads, and the crypto baselines (load $(cut -d' ' -f1 /proc/loadavg))"
 if [ $# -eq 0 ]; then
-    set -- --benchmark_repetitions=3 --benchmark_display_aggregates_only=true
+    # Repetitions in random order across benchmarks, so that a neighbour's load on this shared
+    # machine weighs on serve and on its baselines alike.
+    set -- --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true \
+        --benchmark_display_aggregates_only=true
 fi
 echo "command: HEADERD_BENCH_DATADIR=DATADIR HEADERD_BENCH_THREADS=$HEADERD_BENCH_THREADS $serve_benchmark $*"
 HEADERD_BENCH_DATADIR=$datadir "$serve_benchmark" "$@"
