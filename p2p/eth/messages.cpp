@@ -298,19 +298,6 @@ std::string_view message_name(uint64_t id) noexcept {
     }
 }
 
-std::optional<MessageId> empty_reply_id(MessageId request) noexcept {
-    switch (request) {
-        case MessageId::kGetBlockBodies:
-            return MessageId::kBlockBodies;
-        case MessageId::kGetReceipts:
-            return MessageId::kReceipts;
-        case MessageId::kGetPooledTransactions:
-            return MessageId::kPooledTransactions;
-        default:
-            return std::nullopt;
-    }
-}
-
 // ---- Status -------------------------------------------------------------------------------------
 
 void StatusMessage68::encode(Bytes& out) const {

@@ -81,11 +81,6 @@ enum class MessageRole : uint8_t {
 MessageRole role_of(uint64_t version, uint64_t relative_id) noexcept;
 std::string_view to_string(MessageRole role) noexcept;
 
-// Superseded by answer_empty(), which also knows the replies of eth/70+; kept until the sessions
-// move over. GetBlockBodies -> BlockBodies, GetReceipts -> Receipts, GetPooledTransactions ->
-// PooledTransactions.
-std::optional<MessageId> empty_reply_id(MessageId request) noexcept;
-
 enum class MessageError {
     kTooFewFields = 1,     // a list ends before the message's last field
     kTooManyFields,        // elements after the last field (eth messages have no extension tail)

@@ -13,21 +13,14 @@
 #include "core/block_header.hpp"
 #include "core/hex.hpp"
 #include "core/rlp.hpp"
+#include "core/test_hex.hpp"
 
 namespace headerd::eth {
 namespace {
 
 constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
 
-Bytes hex(std::string_view s) {
-    std::string clean;
-    for (char c : s) {
-        if (c != ' ' && c != '\n') clean.push_back(c);
-    }
-    auto b = from_hex(clean);
-    EXPECT_TRUE(b) << s;
-    return b.value_or(Bytes{});
-}
+using test::hex;
 
 Hash32 hash_of(std::string_view h) { return *hash_from_hex(h); }
 
@@ -362,11 +355,6 @@ TEST(EmptyReplies, EchoTheRequestIdAsGethEncodesThem) {
                   .error(),
               rlp::DecodeError::kUnexpectedLength);
     EXPECT_EQ(HashListRequest::decode(list_of({"07", "c0", "c0"})).error(), MessageError::kTooManyFields);
-
-    EXPECT_EQ(empty_reply_id(MessageId::kGetBlockBodies), MessageId::kBlockBodies);
-    EXPECT_EQ(empty_reply_id(MessageId::kGetReceipts), MessageId::kReceipts);
-    EXPECT_EQ(empty_reply_id(MessageId::kGetPooledTransactions), MessageId::kPooledTransactions);
-    EXPECT_FALSE(empty_reply_id(MessageId::kGetBlockHeaders));
 }
 
 // ---- Status -------------------------------------------------------------------------------------

@@ -11,20 +11,12 @@
 
 #include "core/bytes.hpp"
 #include "core/hex.hpp"
+#include "core/test_hex.hpp"
 #include "p2p/rlpx/secp256k1.hpp"
 
 namespace headerd::rlpx::test {
 
-// Hex with any whitespace ignored; throws on anything else, so a typo in a vector fails loudly.
-inline Bytes hex(std::string_view s) {
-    std::string clean;
-    for (char c : s) {
-        if (!std::isspace(static_cast<unsigned char>(c))) clean.push_back(c);
-    }
-    auto b = from_hex(clean);
-    if (!b) throw std::invalid_argument("bad hex in test vector");
-    return *b;
-}
+using headerd::test::hex;
 
 inline Hash32 hash(std::string_view s) {
     const Bytes b = hex(s);

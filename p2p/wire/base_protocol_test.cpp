@@ -7,21 +7,14 @@
 
 #include "core/hex.hpp"
 #include "core/rlp.hpp"
+#include "core/test_hex.hpp"
 #include "p2p/eth/messages.hpp"
 #include "p2p/wire/snappy_codec.hpp"
 
 namespace headerd::p2p {
 namespace {
 
-Bytes hex(std::string_view s) {
-    std::string clean;
-    for (char c : s) {
-        if (c != ' ' && c != '\n') clean.push_back(c);
-    }
-    auto b = from_hex(clean);
-    EXPECT_TRUE(b) << s;
-    return b.value_or(Bytes{});
-}
+using test::hex;
 
 // test-vectors.md F1: EIP-8 Hello with p2p version 55 and three trailing elements.
 constexpr std::string_view kEip8Hello =

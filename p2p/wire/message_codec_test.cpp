@@ -6,17 +6,14 @@
 
 #include "core/hex.hpp"
 #include "core/rlp.hpp"
+#include "core/test_hex.hpp"
 #include "p2p/eth/messages.hpp"
 #include "p2p/wire/base_protocol.hpp"
 
 namespace headerd::p2p {
 namespace {
 
-Bytes hex(std::string_view s) {
-    auto b = from_hex(s);
-    EXPECT_TRUE(b) << s;
-    return b.value_or(Bytes{});
-}
+using test::hex;
 
 std::string frame(uint64_t id, std::string_view payload, bool compress) {
     Bytes buf;

@@ -8,15 +8,12 @@
 #include <string_view>
 
 #include "core/hex.hpp"
+#include "core/test_hex.hpp"
 
 namespace headerd::p2p {
 namespace {
 
-Bytes hex(std::string_view s) {
-    auto b = from_hex(s);
-    EXPECT_TRUE(b) << s;
-    return b.value_or(Bytes{});
-}
+using test::hex;
 
 Bytes mainnet_headers() {
     std::ifstream in(std::string(HEADERD_TEST_DATA_DIR) + "/mainnet-headers-0-8191.rlp", std::ios::binary);
