@@ -89,7 +89,7 @@ int cmd_serve(int argc, char** argv) {
           "", false},
          {"max-peers", "N", "peers served at once; more get Disconnect \"too many peers\"", "50", false},
          {"max-pending", "N",
-          "connections in the RLPx handshake at once; more wait in the listen backlog until one finishes", "256",
+          "connections in the RLPx handshake at once; more wait in the listen backlog until one finishes", "64",
           false},
          {"workers", "N", "threads serving peers (0: one per core)", "0", false},
          verbosity_option()},
@@ -108,7 +108,7 @@ int cmd_serve(int argc, char** argv) {
     }
     auto max_peers = args->get_u64("max-peers", 50);
     if (!max_peers) return fail(max_peers.error().message);
-    auto max_pending = args->get_u64("max-pending", 256);
+    auto max_pending = args->get_u64("max-pending", 64);
     if (!max_pending || *max_pending == 0) return fail("--max-pending must be a positive number");
     auto workers = args->get_u64("workers", 0);
     if (!workers || *workers > 1024) return fail("--workers must be a number from 0 (one per core) to 1024");

@@ -40,7 +40,7 @@ struct ServerOptions {
     size_t max_peers{50};
     // Connections in the RLPx handshake at once. At the cap the acceptor waits: new connections
     // queue in the kernel's listen backlog and are taken as handshakes finish.
-    size_t max_pending{256};
+    size_t max_pending{64};
     std::string client_id{"headerd/v0.1.0"};
     SessionLimits limits;
     // What our Hello offers (tests narrow it to one version).
