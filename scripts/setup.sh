@@ -1,19 +1,38 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages headerd needs to build and test, only when some are missing.
 # Uses sudo for apt-get when not root. Safe to run repeatedly.
+#
+#   scripts/setup.sh               everything: build, tests, benchmarks, fuzzing, interop, monitoring
+#   scripts/setup.sh --build-only  only what building the headerd binary needs (compiler, CMake,
+#                                  Ninja, the libraries it links); deploy/Dockerfile uses this, with
+#                                  -DHEADERD_BUILD_TESTS=OFF -DHEADERD_BUILD_BENCHMARKS=OFF
 set -euo pipefail
 
+build_only=
+case ${1:-} in
+    "") ;;
+    --build-only) build_only=1 ;;
+    -h | --help) sed -n '2,8s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    *) echo "setup: unknown option '$1' (--build-only or nothing)" >&2; exit 1 ;;
+esac
+
 packages=(
-    build-essential cmake ninja-build pkg-config clang-format clang libclang-rt-14-dev
+    build-essential cmake ninja-build pkg-config
     libboost1.81-dev libleveldb-dev libsnappy-dev libspdlog-dev libfmt-dev
     libsecp256k1-dev libssl-dev libcrypto++-dev prometheus-cpp-dev libtomlplusplus-dev
-    libgtest-dev libgmock-dev libbenchmark-dev
-    strace prometheus
 )
-# Node.js and npm run the interop tests' independent peer; any Node.js >= 18 will do, so a
-# machine that already has one (from Debian or NodeSource) keeps it.
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-    packages+=(nodejs npm)
+if [ -z "$build_only" ]; then
+    # Tests, benchmarks, format check and fuzzing (clang), the strace-based and Prometheus tests.
+    packages+=(
+        clang-format clang libclang-rt-14-dev
+        libgtest-dev libgmock-dev libbenchmark-dev
+        strace prometheus
+    )
+    # Node.js and npm run the interop tests' independent peer; any Node.js >= 18 will do, so a
+    # machine that already has one (from Debian or NodeSource) keeps it.
+    if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+        packages+=(nodejs npm)
+    fi
 fi
 
 missing=()
