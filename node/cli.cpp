@@ -23,6 +23,12 @@ Outcome<uint64_t> parse_u64(const std::string& text) {
 
 bool Args::has(const std::string& name) const { return values_.count(name) != 0; }
 
+std::vector<std::string> Args::get_all(const std::string& name) const {
+    if (auto it = repeated_.find(name); it != repeated_.end()) return it->second;
+    if (auto v = get(name)) return {*v};  // from the config file
+    return {};
+}
+
 std::optional<std::string> Args::get(const std::string& name) const {
     auto it = values_.find(name);
     if (it == values_.end()) return std::nullopt;
@@ -76,12 +82,12 @@ Outcome<Args> parse_command_line(const CommandSpec& spec, int argc, char** argv)
         if (opt->value_name.empty()) {
             if (inline_value) return make_error(fmt::format("{}: --{} takes no value", spec.name, name));
             args.values_[name] = "true";
-        } else if (inline_value) {
-            args.values_[name] = *inline_value;
         } else {
-            if (i + 1 >= argc)
+            if (!inline_value && i + 1 >= argc)
                 return make_error(fmt::format("{}: --{} needs a value ({})", spec.name, name, opt->value_name));
-            args.values_[name] = argv[++i];
+            const std::string value = inline_value ? *inline_value : argv[++i];
+            args.values_[name] = value;
+            args.repeated_[name].push_back(value);
         }
     }
     return args;
@@ -113,6 +119,7 @@ std::string help_text(const CommandSpec& spec) {
         std::string left = "  --" + o.name + (o.value_name.empty() ? "" : " " + o.value_name);
         std::string right = o.help;
         if (o.required) right += " (required)";
+        if (o.repeatable) right += " (repeatable)";
         if (!o.default_value.empty()) right += fmt::format(" [default: {}]", o.default_value);
         out += fmt::format("{:<28} {}\n", left, right);
     }

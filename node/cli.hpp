@@ -19,6 +19,7 @@ struct OptionSpec {
     std::string help;
     std::string default_value;  // shown in --help; empty for none
     bool required{false};
+    bool repeatable{false};  // may be given more than once; Args::get_all() has every value
 };
 
 struct CommandSpec {
@@ -35,6 +36,8 @@ class Args {
     bool has(const std::string& name) const;
     std::optional<std::string> get(const std::string& name) const;
     std::string get_or(const std::string& name, const std::string& fallback) const;
+    // Every value of a repeatable option in command-line order (get() has the last one).
+    std::vector<std::string> get_all(const std::string& name) const;
     // Parses a decimal (or 0x hex) unsigned 64-bit value; the error names the option.
     Outcome<uint64_t> get_u64(const std::string& name, uint64_t fallback) const;
     const std::vector<std::string>& positional() const { return positional_; }
@@ -47,6 +50,7 @@ class Args {
   private:
     friend Outcome<Args> parse_command_line(const CommandSpec& spec, int argc, char** argv);
     std::map<std::string, std::string> values_;
+    std::map<std::string, std::vector<std::string>> repeated_;
     std::vector<std::string> positional_;
     bool help_{false};
 };

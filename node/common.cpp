@@ -1,7 +1,9 @@
 #include "node/common.hpp"
 
+#include <sys/resource.h>
 #include <cstdio>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "node/commands.hpp"
@@ -93,6 +95,41 @@ std::vector<CommandSpec> command_specs() {
 
 db::ProgressFn progress_fn(Progress& p) {
     return [&p](std::string_view, uint64_t done, uint64_t total) { p.update(done, total); };
+}
+
+// HOST:PORT with a numeric host (IPv4, or [IPv6]); PORT or :PORT alone means loopback, so that
+// nothing is exposed beyond the machine unless asked for; port 0 picks a free port. Errors name
+// `option`.
+Outcome<boost::asio::ip::tcp::endpoint> parse_endpoint(const std::string& option, const std::string& text) {
+    const size_t colon = text.rfind(':');
+    std::string host = colon == std::string::npos ? "" : text.substr(0, colon);
+    if (host.empty()) host = "127.0.0.1";
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    auto port = parse_u64(colon == std::string::npos ? text : text.substr(colon + 1));
+    if (!port || *port > 65535) return make_error(fmt::format("--{} {}: bad port", option, text));
+    boost::system::error_code ec;
+    const auto address = boost::asio::ip::make_address(host, ec);
+    if (ec) return make_error(fmt::format("--{} {}: '{}' is not an IP address", option, text, host));
+    return boost::asio::ip::tcp::endpoint(address, static_cast<uint16_t>(*port));
+}
+
+// Raises RLIMIT_NOFILE's soft limit to what `needed` descriptors take, as far as the hard limit
+// allows; an error names the limit and both ways out when the hard limit is too low.
+Outcome<void> ensure_descriptors(uint64_t needed, const std::string& why) {
+    rlimit limit{};
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return make_error("getrlimit(RLIMIT_NOFILE) failed");
+    if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur >= needed) return {};
+    if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < needed) {
+        return make_error(
+            fmt::format("{} needs {} file descriptors but the hard limit RLIMIT_NOFILE is {}; raise it "
+                        "(ulimit -Hn, or LimitNOFILE= in a systemd unit) or lower --max-peers",
+                        why, needed, limit.rlim_max));
+    }
+    const rlim_t old = limit.rlim_cur;
+    limit.rlim_cur = needed;
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) return make_error("setrlimit(RLIMIT_NOFILE) failed");
+    spdlog::info("Raised the open file limit                old={} new={}", old, needed);
+    return {};
 }
 
 Outcome<std::unique_ptr<db::ChainDb>> open_existing(const std::string& datadir, bool read_only) {

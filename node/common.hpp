@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/asio/ip/tcp.hpp>
+
 #include "db/chain_db.hpp"
 #include "db/import.hpp"
 #include "node/cli.hpp"
@@ -46,5 +48,16 @@ db::ProgressFn progress_fn(Progress& p);
 // Opens a datadir that must already hold a database; one another process holds is ErrorKind::kInUse,
 // naming that process.
 Outcome<std::unique_ptr<db::ChainDb>> open_existing(const std::string& datadir, bool read_only);
+
+// HOST:PORT with a numeric host (IPv4, or [IPv6]); PORT or :PORT alone means loopback. Errors name
+// `option`.
+Outcome<boost::asio::ip::tcp::endpoint> parse_endpoint(const std::string& option, const std::string& text);
+
+// The file descriptors a command may need beyond its connections.
+inline constexpr uint64_t kSpareDescriptors = 256;
+
+// Raises RLIMIT_NOFILE's soft limit to `needed` as far as the hard limit allows; the error names the
+// limit and `why` when the hard limit is too low.
+Outcome<void> ensure_descriptors(uint64_t needed, const std::string& why);
 
 }  // namespace headerd::node

@@ -34,45 +34,6 @@ namespace {
 namespace asio = boost::asio;
 using p2p::tcp;
 
-// HOST:PORT with a numeric host (IPv4, or [IPv6]); PORT or :PORT alone means loopback, so that
-// nothing is exposed beyond the machine unless asked for; port 0 picks a free port. Errors name
-// `option`.
-Outcome<tcp::endpoint> parse_endpoint(const std::string& option, const std::string& text) {
-    const size_t colon = text.rfind(':');
-    std::string host = colon == std::string::npos ? "" : text.substr(0, colon);
-    if (host.empty()) host = "127.0.0.1";
-    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    auto port = parse_u64(colon == std::string::npos ? text : text.substr(colon + 1));
-    if (!port || *port > 65535) return make_error(fmt::format("--{} {}: bad port", option, text));
-    boost::system::error_code ec;
-    const auto address = asio::ip::make_address(host, ec);
-    if (ec) return make_error(fmt::format("--{} {}: '{}' is not an IP address", option, text, host));
-    return tcp::endpoint(address, static_cast<uint16_t>(*port));
-}
-
-// The file descriptors serve may need: one per peer and per pending handshake, plus the database's
-// tables, the metrics server's connections and the process's own.
-constexpr uint64_t kSpareDescriptors = 256;
-
-// Raises RLIMIT_NOFILE's soft limit to what `needed` descriptors take, as far as the hard limit
-// allows; an error names the limit and both ways out when the hard limit is too low.
-Outcome<void> ensure_descriptors(uint64_t needed, const std::string& why) {
-    rlimit limit{};
-    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return make_error("getrlimit(RLIMIT_NOFILE) failed");
-    if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur >= needed) return {};
-    if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < needed) {
-        return make_error(
-            fmt::format("{} needs {} file descriptors but the hard limit RLIMIT_NOFILE is {}; raise it "
-                        "(ulimit -Hn, or LimitNOFILE= in a systemd unit) or lower --max-peers",
-                        why, needed, limit.rlim_max));
-    }
-    const rlim_t old = limit.rlim_cur;
-    limit.rlim_cur = needed;
-    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) return make_error("setrlimit(RLIMIT_NOFILE) failed");
-    spdlog::info("Raised the open file limit                old={} new={}", old, needed);
-    return {};
-}
-
 }  // namespace
 
 int cmd_serve(int argc, char** argv) {
@@ -89,8 +50,7 @@ int cmd_serve(int argc, char** argv) {
           "", false},
          {"max-peers", "N", "peers served at once; more get Disconnect \"too many peers\"", "50", false},
          {"max-pending", "N",
-          "connections in the RLPx handshake at once; more wait in the listen backlog until one finishes", "64",
-          false},
+          "connections in the RLPx handshake at once; more wait in the listen backlog until one finishes", "64", false},
          {"workers", "N", "threads serving peers (0: one per core)", "0", false},
          verbosity_option()},
         false,

@@ -209,6 +209,7 @@ asio::awaitable<void> ClientSession::on_message(const Message& m) {
             if (!update) throw_peer_error(update.error(), "BlockRangeUpdate");
             if (auto v = update->validate(); !v) throw_peer_error(v.error(), "BlockRangeUpdate");
             ++stats_.range_updates;
+            link_.chain = PeerChain{update->latest_hash, update->latest, update->earliest};
             co_return;
         }
         case eth::MessageRole::kGossip:

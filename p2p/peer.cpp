@@ -108,6 +108,11 @@ asio::awaitable<EthLink> establish(Connection& conn, const LocalNode& local, Clo
             throw PeerError(malformed ? PeerErrorKind::kBadMessage : PeerErrorKind::kStatusRejected,
                             "Status: " + check.error().message);
         }
+        if (link.version == eth::kEth68) {
+            if (auto s = eth::StatusMessage68::decode(m.payload)) link.chain.head_hash = s->head_hash;
+        } else if (auto s = eth::StatusMessage69::decode(m.payload)) {
+            link.chain = PeerChain{s->latest_hash, s->latest, s->earliest};
+        }
         co_return link;
     }
 }

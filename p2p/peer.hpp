@@ -6,6 +6,7 @@
 // (p2p/client_session.hpp) build on these. Limits and disconnect behaviour: docs/wire.md.
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -32,11 +33,19 @@ struct LocalNode {
     std::span<const ProtocolOffer> offers{kEthOffers};
 };
 
+// What the peer says of its chain: its Status, then (eth/69+) each BlockRangeUpdate.
+struct PeerChain {
+    Hash32 head_hash{};
+    std::optional<uint64_t> head_number;  // eth/69+ `latest`; an eth/68 Status names no number
+    uint64_t earliest{0};                 // eth/69+: the oldest block it serves
+};
+
 // The result of Hello + Status.
 struct EthLink {
     uint64_t version{0};  // negotiated eth version
     uint64_t offset{0};   // absolute id of eth message 0
     std::string client_id;
+    PeerChain chain;
 };
 
 // Hello, capability negotiation and Status, both directions, done by `deadline`. Throws PeerError:

@@ -1,0 +1,73 @@
+#include "load/histogram.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+namespace headerd::load {
+
+namespace {
+constexpr uint64_t kExact = uint64_t{1} << LatencyHistogram::kSubBits;       // 128
+constexpr uint64_t kHalf = uint64_t{1} << (LatencyHistogram::kSubBits - 1);  // 64
+}  // namespace
+
+size_t LatencyHistogram::index_of(uint64_t v) noexcept {
+    if (v < kExact) return static_cast<size_t>(v);
+    // v >> shift lies in [64, 128): shift >= 1 here.
+    const int shift = static_cast<int>(std::bit_width(v)) - LatencyHistogram::kSubBits;
+    if (shift > kMaxShift) return kBuckets - 1;
+    return static_cast<size_t>(kExact + (shift - 1) * kHalf + ((v >> shift) - kHalf));
+}
+
+uint64_t LatencyHistogram::upper_bound(size_t index) noexcept {
+    if (index < kExact) return index;
+    const uint64_t shift = (index - kExact) / kHalf + 1;
+    const uint64_t mantissa = (index - kExact) % kHalf + kHalf;
+    return ((mantissa + 1) << shift) - 1;
+}
+
+void LatencyHistogram::record(uint64_t nanos) noexcept {
+    ++counts_[index_of(nanos)];
+    ++count_;
+    max_ = std::max(max_, nanos);
+    min_ = std::min(min_, nanos);
+    sum_ += static_cast<double>(nanos);
+}
+
+void LatencyHistogram::merge(const LatencyHistogram& other) noexcept {
+    for (size_t i = 0; i < kBuckets; ++i) counts_[i] += other.counts_[i];
+    count_ += other.count_;
+    max_ = std::max(max_, other.max_);
+    min_ = std::min(min_, other.min_);
+    sum_ += other.sum_;
+}
+
+void LatencyHistogram::reset() noexcept { *this = LatencyHistogram{}; }
+
+uint64_t LatencyHistogram::quantile(double q) const noexcept {
+    if (count_ == 0) return 0;
+    q = std::clamp(q, 0.0, 1.0);
+    // The rank of the value asked for, 1-based: at least one value.
+    const auto rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(q * static_cast<double>(count_))));
+    uint64_t seen = 0;
+    for (size_t i = 0; i < kBuckets; ++i) {
+        seen += counts_[i];
+        if (seen >= rank) return std::min(upper_bound(i), max_);
+    }
+    return max_;
+}
+
+std::vector<uint64_t> LatencyHistogram::counts_at(const std::vector<uint64_t>& bounds) const {
+    std::vector<uint64_t> out(bounds.size(), 0);
+    if (bounds.empty()) return out;
+    size_t b = 0;
+    for (size_t i = 0; i < kBuckets; ++i) {
+        if (counts_[i] == 0) continue;
+        const uint64_t top = upper_bound(i);
+        while (b + 1 < bounds.size() && top > bounds[b]) ++b;
+        out[b] += counts_[i];
+    }
+    return out;
+}
+
+}  // namespace headerd::load

@@ -1,0 +1,298 @@
+// `headerd load`: synthetic syncing clients against one or more header servers (docs/load.md).
+
+#include <unistd.h>
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <boost/asio/io_context.hpp>
+#include <boost/json.hpp>
+
+#include "core/hex.hpp"
+#include "load/html_report.hpp"
+#include "load/load_metrics.hpp"
+#include "load/reference_chain.hpp"
+#include "load/report.hpp"
+#include "load/runner.hpp"
+#include "metrics/http_server.hpp"
+#include "metrics/metrics.hpp"
+#include "node/commands.hpp"
+#include "node/common.hpp"
+#include "p2p/node_key.hpp"
+
+namespace headerd::node {
+namespace {
+
+namespace asio = boost::asio;
+
+std::atomic<int> g_signals{0};
+extern "C" void on_signal(int) { g_signals.fetch_add(1); }
+
+Outcome<double> parse_seconds(const std::string& option, const std::string& text) {
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || !(v >= 0) || v > 1e7) {
+        return make_error(fmt::format("--{} {}: expected seconds (a number >= 0)", option, text));
+    }
+    return v;
+}
+
+std::string utc_now() {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+Outcome<void> write_text(const std::string& path, const std::string& text) {
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+        if (!f) return make_error(fmt::format("cannot write {}", path));
+        f << text;
+        if (!f.flush()) return make_error(fmt::format("cannot write {}", path));
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) return make_error(fmt::format("cannot write {}", path));
+    return {};
+}
+
+std::string human_bytes(double b) {
+    if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
+    if (b >= 1e6) return fmt::format("{:.1f} MB", b / 1e6);
+    return fmt::format("{:.0f} kB", b / 1e3);
+}
+
+}  // namespace
+
+int cmd_load(int argc, char** argv) {
+    const CommandSpec spec{
+        "load",
+        "load-test header servers with synthetic syncing clients",
+        "--peer ENODE [--peer ENODE ...] [--clients N] [--duration S | --requests K] [--profile NAME[:WEIGHT],...] "
+        "[--rate R] [--ramp S] [--depth D] [--eth V] [--chain FILE|DATADIR ...] [--threshold EXPR ...] "
+        "[--json FILE] [--html FILE] [--metrics HOST:PORT] [--seed S]",
+        {{"peer", "ENODE", "server to load (enode://...@HOST:PORT); clients are spread over all given", "", true, true},
+         {"clients", "N", "synthetic clients, each its own connection and node key", "16", false},
+         {"duration", "S", "seconds to run; 0 runs until interrupted (or --requests)", "30", false},
+         {"requests", "K", "stop after K requests in total", "", false},
+         {"profile", "LIST",
+          "mix, or NAME[:WEIGHT],... of geth-skeleton nethermind besu erigon reth ethereumjs "
+          "probes legacy edge",
+          "mix", false},
+         {"rate", "R", "open loop: R requests/s in total, latency from the intended send time", "", false},
+         {"ramp", "S", "seconds over which the clients connect", "0", false},
+         {"depth", "D", "requests in flight per client instead of the profile's", "", false},
+         {"eth", "V", "offer only eth/V (68..72) instead of the profile's versions", "", false},
+         {"timeout", "S", "every request's timeout instead of the profile's", "", false},
+         {"handshakes", "N", "connections in the handshake at once", "64", false},
+         {"workers", "N", "threads (0: one per core)", "0", false},
+         {"chain", "SRC", "reference chain: .era1/.rlp files or a datadir; replies are compared byte for byte", "",
+          false, true},
+         {"threshold", "EXPR", "pass/fail rule, e.g. 'p99<50ms', 'errors==0', 'verified', 'besu.p99<1s'", "", false,
+          true},
+         {"json", "FILE", "write the JSON report (docs/load-report.md)", "", false},
+         {"html", "FILE", "write a self-contained HTML report", "", false},
+         {"metrics", "HOST:PORT", "serve the load generator's /metrics", "", false},
+         {"seed", "S", "seed for profile walks and jitter", "1", false},
+         verbosity_option()},
+        false,
+        "",
+    };
+    int code = 0;
+    auto args = start(spec, argc, argv, &code);
+    if (!args) return code;
+    const auto usage = [](const std::string& m) {
+        std::fprintf(stderr, "error: load: %s\n", m.c_str());
+        return kExitUsage;
+    };
+
+    load::LoadConfig cfg;
+    for (const std::string& text : args->get_all("peer")) {
+        auto e = p2p::parse_enode(text);
+        if (!e) return usage(fmt::format("--peer {}: {}", text, e.error().message));
+        cfg.peers.push_back(*e);
+    }
+    auto clients = args->get_u64("clients", 16);
+    if (!clients || *clients == 0 || *clients > 100'000) return usage("--clients must be 1..100000");
+    cfg.clients = *clients;
+    auto duration = parse_seconds("duration", args->get_or("duration", "30"));
+    if (!duration) return usage(duration.error().message);
+    cfg.duration = std::chrono::duration_cast<load::Clock::duration>(std::chrono::duration<double>(*duration));
+    if (args->has("requests")) {
+        auto k = args->get_u64("requests", 0);
+        if (!k || *k == 0) return usage("--requests must be a positive number");
+        cfg.requests = *k;
+        if (!args->has("duration")) cfg.duration = {};
+    }
+    auto mix = load::parse_mix(args->get_or("profile", "mix"));
+    if (!mix) return usage(mix.error().message);
+    cfg.mix = *mix;
+    if (auto r = args->get("rate")) {
+        auto v = parse_seconds("rate", *r);
+        if (!v || *v <= 0) return usage("--rate must be a positive number of requests per second");
+        cfg.rate = *v;
+    }
+    auto ramp = parse_seconds("ramp", args->get_or("ramp", "0"));
+    if (!ramp) return usage(ramp.error().message);
+    cfg.ramp = std::chrono::duration_cast<load::Clock::duration>(std::chrono::duration<double>(*ramp));
+    if (args->has("depth")) {
+        auto d = args->get_u64("depth", 1);
+        if (!d || *d == 0 || *d > 1024) return usage("--depth must be 1..1024");
+        cfg.depth = static_cast<uint32_t>(*d);
+    }
+    if (args->has("eth")) {
+        auto v = args->get_u64("eth", 68);
+        if (!v || *v < 68 || *v > 72) return usage("--eth must be one of 68, 69, 70, 71, 72");
+        cfg.eth = *v;
+    }
+    if (auto t = args->get("timeout")) {
+        auto v = parse_seconds("timeout", *t);
+        if (!v || *v <= 0) return usage("--timeout must be a positive number of seconds");
+        cfg.timeout = std::chrono::duration_cast<load::Clock::duration>(std::chrono::duration<double>(*v));
+    }
+    auto handshakes = args->get_u64("handshakes", 64);
+    if (!handshakes || *handshakes == 0) return usage("--handshakes must be a positive number");
+    cfg.max_handshakes = *handshakes;
+    auto workers = args->get_u64("workers", 0);
+    if (!workers || *workers > 1024) return usage("--workers must be 0..1024");
+    cfg.workers = *workers;
+    auto seed = args->get_u64("seed", 1);
+    if (!seed) return usage(seed.error().message);
+    cfg.seed = *seed;
+    std::vector<load::Threshold> thresholds;
+    for (const std::string& t : args->get_all("threshold")) {
+        auto th = load::parse_threshold(t);
+        if (!th) return usage(th.error().message);
+        thresholds.push_back(*th);
+    }
+    std::optional<asio::ip::tcp::endpoint> metrics_at;
+    if (auto m = args->get("metrics")) {
+        auto e = parse_endpoint("metrics", *m);
+        if (!e) return usage(e.error().message);
+        metrics_at = *e;
+    }
+    if (auto r = ensure_descriptors(cfg.clients + kSpareDescriptors, fmt::format("--clients {}", cfg.clients)); !r) {
+        return fail(r.error().message);
+    }
+
+    std::unique_ptr<load::ReferenceChain> reference;
+    if (const auto sources = args->get_all("chain"); !sources.empty()) {
+        spdlog::info("Opening the reference chain               source={}", fmt::join(sources, ","));
+        auto r = load::ReferenceChain::open(sources);
+        if (!r) return fail(r.error().message);
+        reference = std::move(*r);
+        spdlog::info("Reference chain ready                     head={} genesis={}", reference->head(),
+                     to_hex0x(reference->genesis_hash()));
+        cfg.reference = reference.get();
+    }
+    cfg.config = reference && reference->db().config() != nullptr ? reference->db().config() : &mainnet_config();
+
+    // Metrics: the registry, served on a thread of its own.
+    std::unique_ptr<metrics::Metrics> registry;
+    std::unique_ptr<load::LoadMetrics> meters;
+    asio::io_context http_io(1);
+    std::optional<metrics::HttpServer> http;
+    std::thread http_thread;
+    if (metrics_at) {
+        registry = std::make_unique<metrics::Metrics>(kVersion, kCommit);
+        std::vector<std::string> names;
+        for (const auto& e : cfg.mix) names.emplace_back(e.profile->name);
+        meters = std::make_unique<load::LoadMetrics>(registry->registry(), names);
+        cfg.metrics = meters.get();
+        http.emplace(http_io, registry->collectables(), std::function<metrics::Health()>{});
+        if (auto r = http->listen(*metrics_at); !r) return fail(r.error().message);
+        http->start();
+        const auto at = http->local_endpoint();
+        spdlog::info("Metrics enabled                          url=http://{}:{}/metrics", at.address().to_string(),
+                     at.port());
+        http_thread = std::thread([&http_io] { http_io.run(); });
+    }
+
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    const bool tty = isatty(STDERR_FILENO) != 0;
+    spdlog::info(
+        "Load starting                            peers={} clients={} profile={} {} duration={}", cfg.peers.size(),
+        cfg.clients, args->get_or("profile", "mix"),
+        cfg.rate ? fmt::format("open loop at {:g} requests/s", *cfg.rate) : std::string("closed loop"),
+        cfg.duration > load::Clock::duration::zero() ? fmt::format("{:g}s", *duration) : std::string("unbounded"));
+    const std::string started_at = utc_now();
+    load::Runner runner(cfg);
+    std::thread watcher([&runner] {
+        // Signals: the first ends the run cleanly, the second exits at once.
+        while (g_signals.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        runner.stop();
+        while (g_signals.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        std::_Exit(130);
+    });
+    watcher.detach();
+    load::RunResult result = runner.run([&](const load::StatusLine& s) {
+        const auto& p = s.second;
+        const std::string line = fmt::format(
+            "{:6.0f}s clients {:>5}  req/s {:>7}  headers/s {:>9}  {:>9}/s  p50 {:>7.2f} ms  p99 {:>8.2f} ms  "
+            "in flight {:>5}  errors {}",
+            s.t, s.clients, p.requests, p.headers, human_bytes(static_cast<double>(p.bytes)), p.p50_ms, p.p99_ms,
+            s.in_flight, s.errors_total);
+        if (tty) {
+            std::fprintf(stderr, "\r%s", line.c_str());
+        } else if (static_cast<int64_t>(s.t) % 10 == 0) {
+            spdlog::info("Load                                     {}", line);
+        }
+    });
+    if (tty) std::fprintf(stderr, "\n");
+    if (http) {
+        http->stop();
+        http_io.stop();
+        http_thread.join();
+    }
+
+    const auto checked = load::check_thresholds(result, thresholds);
+    load::ReportContext ctx;
+    for (int i = -1; i < argc; ++i) ctx.command.emplace_back(i < 0 ? "headerd load" : argv[i]);
+    ctx.command.front() = "headerd";
+    ctx.command.insert(ctx.command.begin() + 1, "load");
+    ctx.started_at = started_at;
+    ctx.seed = cfg.seed;
+    ctx.clients_requested = cfg.clients;
+    ctx.target_rate = cfg.rate;
+    if (reference) ctx.reference = reference->description();
+    ctx.network_id = cfg.config->network_id;
+    ctx.genesis = cfg.config->genesis_hash;
+    const boost::json::object report = load::build_report(result, ctx, checked);
+
+    std::fputs(load::summary_table(result).c_str(), stdout);
+    const bool ok = load::verified(result);
+    std::printf("verified: %s", ok ? "true" : "false");
+    if (!ok)
+        std::printf(" (%llu failures; first: %s)", static_cast<unsigned long long>(result.failures_seen),
+                    result.failures.empty() ? "no reply was received" : result.failures.front().reason.c_str());
+    std::printf("\n");
+    for (const auto& f : result.failures) {
+        if (&f - &result.failures.front() >= 5) break;
+        std::printf("  client %llu (%s), request %s: %s\n", static_cast<unsigned long long>(f.client),
+                    f.profile.c_str(), f.request.c_str(), f.reason.c_str());
+    }
+    if (auto path = args->get("json")) {
+        if (auto r = write_text(*path, boost::json::serialize(report) + "\n"); !r) return fail(r.error().message);
+        spdlog::info("Wrote the JSON report                    path={}", *path);
+    }
+    if (auto path = args->get("html")) {
+        if (auto r = write_text(*path, load::render_html_report(report)); !r) return fail(r.error().message);
+        spdlog::info("Wrote the HTML report                    path={}", *path);
+    }
+    bool all = true;
+    for (const auto& t : checked) {
+        std::printf("threshold %-24s %s (%s)\n", t.expr.c_str(), t.ok ? "ok" : "FAILED", t.value.c_str());
+        all = all && t.ok;
+    }
+    return all ? kExitOk : kExitFailure;
+}
+
+}  // namespace headerd::node
