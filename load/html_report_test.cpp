@@ -1,0 +1,311 @@
+#include "load/html_report.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/json.hpp>
+
+namespace headerd::load {
+namespace {
+
+namespace json = boost::json;
+
+json::object load_sample() {
+    std::ifstream in(std::string(HEADERD_TEST_DATA_DIR) + "/load-report-sample.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    return json::parse(text.str()).as_object();
+}
+
+double number(const json::value& v) {
+    if (v.is_int64()) return static_cast<double>(v.get_int64());
+    if (v.is_uint64()) return static_cast<double>(v.get_uint64());
+    return v.get_double();
+}
+
+size_t count_of(const std::string& haystack, const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
+    return n;
+}
+
+// The data-points attribute of the chart element with data-series="series".
+json::array series_points(const std::string& html, const std::string& series) {
+    const std::regex re("data-series=\"" + series + "\" data-points=\"([^\"]*)\"");
+    std::smatch m;
+    if (!std::regex_search(html, m, re)) {
+        ADD_FAILURE() << "no data-points for series " << series;
+        return {};
+    }
+    return json::parse(m[1].str()).as_array();
+}
+
+// Profile -> (le_ms, count) of every histogram bar, in page order.
+std::map<std::string, std::vector<std::pair<double, double>>> histogram_bars(const std::string& html) {
+    std::map<std::string, std::vector<std::pair<double, double>>> out;
+    const std::regex re(
+        "data-chart=\"histogram\" data-profile=\"([^\"]*)\" data-le-ms=\"([^\"]*)\" data-count=\"([^\"]*)\"");
+    for (auto it = std::sregex_iterator(html.begin(), html.end(), re); it != std::sregex_iterator(); ++it) {
+        out[(*it)[1].str()].emplace_back(std::stod((*it)[2].str()), std::stod((*it)[3].str()));
+    }
+    return out;
+}
+
+TEST(HtmlReport, TimelineChartsCarryTheReportValues) {
+    const json::object report = load_sample();
+    const std::string html = render_html_report(report);
+    const json::array& timeline = report.at("timeline").as_array();
+    ASSERT_EQ(timeline.size(), 20u);
+    for (const char* series : {"requests", "headers", "p50_ms", "p99_ms", "errors"}) {
+        SCOPED_TRACE(series);
+        const json::array points = series_points(html, series);
+        ASSERT_EQ(points.size(), timeline.size());
+        for (size_t i = 0; i < points.size(); ++i) {
+            const json::array& p = points[i].as_array();
+            const json::object& entry = timeline[i].as_object();
+            ASSERT_EQ(p.size(), 2u);
+            EXPECT_EQ(number(p[0]), number(entry.at("t")));
+            EXPECT_EQ(number(p[1]), number(entry.at(series))) << "t=" << number(entry.at("t"));
+        }
+    }
+    // Every second of the sample has every value, so no line has a gap: one move, then lines.
+    const std::regex path_re("<path class=\"line\" d=\"(M[^\"]*)\"");
+    size_t paths = 0;
+    for (auto it = std::sregex_iterator(html.begin(), html.end(), path_re); it != std::sregex_iterator(); ++it) {
+        ++paths;
+        EXPECT_EQ((*it)[1].str().find(" M"), std::string::npos);
+        EXPECT_EQ(count_of((*it)[1].str(), " L"), timeline.size() - 1);
+    }
+    EXPECT_EQ(paths, 4u);
+}
+
+TEST(HtmlReport, HistogramBarsCarryTheReportBuckets) {
+    const json::object report = load_sample();
+    const std::string html = render_html_report(report);
+    const auto bars = histogram_bars(html);
+    const json::array& profiles = report.at("profiles").as_array();
+    ASSERT_EQ(profiles.size(), 9u);
+    ASSERT_EQ(bars.size(), profiles.size());
+    for (const json::value& p : profiles) {
+        const std::string name(p.at("name").as_string());
+        SCOPED_TRACE(name);
+        const json::array& histogram = p.at("histogram").as_array();
+        ASSERT_TRUE(bars.contains(name));
+        const auto& got = bars.at(name);
+        ASSERT_EQ(got.size(), histogram.size());
+        double total = 0;
+        for (size_t i = 0; i < got.size(); ++i) {
+            EXPECT_EQ(got[i].first, number(histogram[i].at("le_ms")));
+            EXPECT_EQ(got[i].second, number(histogram[i].at("count")));
+            total += got[i].second;
+        }
+        // The sample's histograms count every reply.
+        EXPECT_EQ(total, number(p.at("replies")));
+    }
+}
+
+TEST(HtmlReport, SampleShowsVerdictTablesAndServer) {
+    const std::string html = render_html_report(load_sample());
+    EXPECT_TRUE(html.starts_with("<!DOCTYPE html>"));
+    EXPECT_NE(html.find("<strong>PASS</strong>"), std::string::npos);
+    EXPECT_NE(html.find("data-verified=\"true\" data-thresholds-failed=\"0\""), std::string::npos);
+    EXPECT_NE(html.find("2 of 2 thresholds passed"), std::string::npos);
+    EXPECT_NE(html.find("<title>headerd load report: headerd/v0.1.0 at 8d33da29…@127.0.0.1:30303 (head #8191)"),
+              std::string::npos);
+    // The totals row and a profile row of the traffic table.
+    EXPECT_NE(
+        html.find("<tr class=\"total\"><td>total</td><td>64</td><td>21,526</td><td>21,523</td><td>4,809,294</td>"),
+        std::string::npos);
+    EXPECT_NE(html.find("<td>geth-skeleton</td><td>12</td><td>2,502</td>"), std::string::npos);
+    EXPECT_NE(html.find("timeout 3, short reply 12"), std::string::npos);
+    EXPECT_NE(html.find("None: every reply verified."), std::string::npos);
+    EXPECT_NE(html.find("p99&lt;250ms"), std::string::npos);
+    EXPECT_NE(html.find("3.161 µs"), std::string::npos);
+    EXPECT_EQ(html.find("no data"), std::string::npos);
+    // Self-contained: nothing to fetch, nothing to run.
+    EXPECT_EQ(html.find("<script"), std::string::npos);
+    EXPECT_EQ(html.find("src="), std::string::npos);
+    EXPECT_EQ(html.find("<link"), std::string::npos);
+    EXPECT_EQ(html.find("url("), std::string::npos);
+}
+
+TEST(HtmlReport, EscapesEveryTextFromTheReport) {
+    json::object report = load_sample();
+    const std::string evil = "<script>alert(\"x\")</script>";
+    report["server"].as_object()["client_id"] = evil;
+    report["server"].as_object()["enode"] = "enode://<script>@127.0.0.1:1";
+    report["command"].as_array().push_back(json::value("\"><script>alert(1)</script>"));
+    report["profiles"].as_array()[0].as_object()["name"] = "<b>bold</b> & \"quoted\"";
+    report["thresholds"].as_array()[0].as_object()["expr"] = "<img src=x onerror=alert(1)>";
+    report["failures"] = json::array{
+        json::object{{"client", 12},
+                     {"profile", "<i>besu</i>"},
+                     {"request", json::object{{"origin", "0x<ab>"}, {"amount", 192}, {"skip", 0}, {"reverse", true}}},
+                     {"reason", "header 3: <script>bad</script> & 'more'"}}};
+    report["server_metrics"].as_object()["url"] = "http://x/\"><script>";
+    const std::string html = render_html_report(report);
+    EXPECT_EQ(html.find("<script"), std::string::npos);
+    EXPECT_EQ(html.find("<img"), std::string::npos);
+    EXPECT_EQ(html.find("<b>bold"), std::string::npos);
+    EXPECT_EQ(html.find("<i>besu"), std::string::npos);
+    EXPECT_NE(html.find("Load report: &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;</h1>"), std::string::npos);
+    EXPECT_NE(html.find("&lt;b&gt;bold&lt;/b&gt; &amp; &quot;quoted&quot;"), std::string::npos);
+    EXPECT_NE(html.find("data-profile=\"&lt;b&gt;bold&lt;/b&gt; &amp; &quot;quoted&quot;\""), std::string::npos);
+    EXPECT_NE(html.find("header 3: &lt;script&gt;bad&lt;/script&gt; &amp; &#39;more&#39;"), std::string::npos);
+    EXPECT_NE(html.find("&lt;img src=x onerror=alert(1)&gt;"), std::string::npos);
+    // The command line is shell-quoted, then escaped.
+    EXPECT_NE(html.find("&#39;&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;&#39;"), std::string::npos);
+}
+
+TEST(HtmlReport, HtmlEscape) {
+    EXPECT_EQ(html_escape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&#39;");
+    EXPECT_EQ(html_escape("plain text"), "plain text");
+    EXPECT_EQ(html_escape(""), "");
+}
+
+TEST(HtmlReport, EmptyObjectSaysNoData) {
+    const std::string html = render_html_report(json::object{});
+    EXPECT_NE(html.find("<strong>NO VERDICT</strong>"), std::string::npos);
+    EXPECT_NE(html.find("no data: the report has no timeline"), std::string::npos);
+    EXPECT_NE(html.find("no data: the report has no profiles"), std::string::npos);
+    EXPECT_NE(html.find("no data: the report has neither profiles nor totals"), std::string::npos);
+    EXPECT_NE(html.find("no data: the report has no failure list"), std::string::npos);
+    EXPECT_NE(html.find("no data: the report has no thresholds"), std::string::npos);
+    EXPECT_NE(html.find("no data: the server&#39;s metrics were not collected"), std::string::npos);
+    EXPECT_NE(html.find("no data: the report does not hold the command line"), std::string::npos);
+    EXPECT_EQ(html.find("<svg"), std::string::npos);
+    EXPECT_TRUE(html.ends_with("</html>\n"));
+}
+
+TEST(HtmlReport, EmptySectionsAndNullServerMetrics) {
+    json::object report = load_sample();
+    report["timeline"] = json::array{};
+    report["profiles"] = json::array{};
+    report["failures"] = json::array{};
+    report["thresholds"] = json::array{};
+    report["server_metrics"] = nullptr;
+    report["mode"] =
+        json::object{{"loop", "open"}, {"target_rate", 2000}, {"achieved_rate", 1500.5}, {"shortfall", 0.25}};
+    const std::string html = render_html_report(report);
+    EXPECT_EQ(count_of(html, "no data: the report has no timeline"), 2u);
+    EXPECT_NE(html.find("no data: the report has no profiles"), std::string::npos);
+    EXPECT_NE(html.find("No thresholds were set."), std::string::npos);
+    EXPECT_NE(html.find("no data: the server&#39;s metrics were not collected"), std::string::npos);
+    EXPECT_NE(html.find("the target rate was missed by 25.0 %"), std::string::npos);
+    EXPECT_NE(html.find("open loop, target 2000 requests/s"), std::string::npos);
+    // The totals row stays.
+    EXPECT_NE(html.find("<tr class=\"total\"><td>total</td>"), std::string::npos);
+    EXPECT_EQ(html.find("<svg"), std::string::npos);
+}
+
+TEST(HtmlReport, MistypedAndPartialFieldsRender) {
+    json::object report = load_sample();
+    report["verified"] = "yes";
+    report["totals"] = json::array{1, 2};
+    report["clients"] = nullptr;
+    report["command"] = json::array{"headerd", 7, nullptr};
+    report["timeline"] = json::array{json::object{{"t", 1}, {"requests", 10}, {"p50_ms", nullptr}, {"p99_ms", 4.5}},
+                                     json::object{{"t", 2}, {"requests", "many"}, {"p50_ms", 2.25}}, json::value(3),
+                                     json::object{{"t", 4}, {"requests", 12}, {"p50_ms", 3.5}, {"p99_ms", 9}}};
+    report["profiles"] = json::array{
+        json::value(5), json::object{{"name", "no-histogram"}},
+        json::object{{"name", "bad-buckets"},
+                     {"histogram", json::array{json::object{{"le_ms", -1}, {"count", 3}}, json::value("x")}}},
+        json::object{{"name", "gap"},
+                     {"rtt_ms", json::object{{"p50", 0.3}, {"p99", 40}}},
+                     {"histogram", json::array{json::object{{"le_ms", 0.2}, {"count", 4}},
+                                               json::object{{"le_ms", 50}, {"count", 1}}}}}};
+    report["failures"] = json::array{json::value("not an object")};
+    report["thresholds"] = json::array{json::object{{"expr", "p99<1ms"}}};
+    const std::string html = render_html_report(report);
+    EXPECT_NE(html.find("<strong>NO VERDICT</strong>"), std::string::npos);
+    EXPECT_NE(html.find("1 of 1 thresholds failed: p99&lt;1ms"), std::string::npos);
+    // Missing values are null in the data and break the line.
+    const json::array p50 = series_points(html, "p50_ms");
+    ASSERT_EQ(p50.size(), 4u);
+    EXPECT_TRUE(p50[0].as_array()[1].is_null());
+    EXPECT_EQ(number(p50[1].as_array()[1]), 2.25);
+    EXPECT_EQ(number(p50[2].as_array()[0]), 3);  // no "t": its position
+    EXPECT_TRUE(p50[2].as_array()[1].is_null());
+    EXPECT_TRUE(series_points(html, "requests")[1].as_array()[1].is_null());
+    EXPECT_NE(html.find("d=\"M"), std::string::npos);
+    EXPECT_EQ(count_of(html, "no data: no histogram for this profile"), 3u);
+    const auto bars = histogram_bars(html);
+    ASSERT_EQ(bars.size(), 1u);
+    EXPECT_EQ(bars.at("gap"), (std::vector<std::pair<double, double>>{{0.2, 4}, {50, 1}}));
+    EXPECT_NE(html.find("<td>#1</td>"), std::string::npos);  // a profile that is not an object
+}
+
+TEST(HtmlReport, FailingRunListsTheFirstFailures) {
+    json::object report = load_sample();
+    report["verified"] = false;
+    json::array failures;
+    for (int i = 0; i < 60; ++i) {
+        failures.push_back(json::object{
+            {"client", i},
+            {"profile", "legacy"},
+            {"request", json::object{{"origin", 4096 + i}, {"amount", 128}, {"skip", 3}, {"reverse", false}}},
+            {"reason", "reply header " + std::to_string(i) + " is not the block asked for"}});
+    }
+    report["failures"] = std::move(failures);
+    report["totals"].as_object()["verification_failures"] = 75;
+    report["thresholds"].as_array().push_back(json::object{{"expr", "p99<50ms"}, {"ok", false}, {"value", "179ms"}});
+    const std::string html = render_html_report(report);
+    EXPECT_NE(html.find("<strong>FAIL</strong>"), std::string::npos);
+    EXPECT_NE(html.find("data-verified=\"false\" data-thresholds-failed=\"1\""), std::string::npos);
+    EXPECT_NE(html.find("75 verification failures"), std::string::npos);
+    EXPECT_NE(html.find("1 of 3 thresholds failed: p99&lt;50ms (179ms)"), std::string::npos);
+    EXPECT_NE(html.find("75 failures counted; the first 50 listed (the JSON report holds 60)."), std::string::npos);
+    EXPECT_NE(
+        html.find("<tr><td>50</td><td>49</td><td class=\"text\">legacy</td><td class=\"text mono wrap\">4145</td>"),
+        std::string::npos);
+    EXPECT_EQ(html.find("<tr><td>51</td>"), std::string::npos);
+    EXPECT_EQ(count_of(html, "is not the block asked for"), kFailuresShown);
+}
+
+TEST(HtmlReport, LongTimelineKeepsEveryPointWithoutDots) {
+    json::object report = load_sample();
+    json::array timeline;
+    for (int t = 1; t <= 600; ++t) {
+        timeline.push_back(json::object{{"t", t},
+                                        {"clients", 64},
+                                        {"requests", 1000 + t},
+                                        {"headers", 190000 + t},
+                                        {"bytes", 90000000},
+                                        {"p50_ms", 40.5},
+                                        {"p99_ms", 150.25},
+                                        {"errors", t % 100 == 0 ? 1 : 0}});
+    }
+    report["timeline"] = std::move(timeline);
+    const std::string html = render_html_report(report);
+    const json::array requests = series_points(html, "requests");
+    ASSERT_EQ(requests.size(), 600u);
+    EXPECT_EQ(number(requests[599].as_array()[1]), 1600);
+    EXPECT_EQ(count_of(html, "<circle"), 0u);
+    EXPECT_EQ(count_of(html, " s: 1 error</title>"), 6u);
+}
+
+TEST(HtmlReport, CheckReport) {
+    EXPECT_TRUE(check_report(json::value(load_sample())));
+    const auto error_of = [](const json::value& v) {
+        auto r = check_report(v);
+        return r ? std::string() : r.error().message;
+    };
+    EXPECT_EQ(error_of(json::array{}), "not a JSON object");
+    EXPECT_NE(error_of(json::object{{"version", 1}}).find("no \"schema\" field"), std::string::npos);
+    EXPECT_NE(error_of(json::object{{"schema", "other"}, {"version", 1}}).find("schema \"other\""), std::string::npos);
+    EXPECT_NE(error_of(json::object{{"schema", "headerd-load-report"}}).find("version"), std::string::npos);
+    EXPECT_NE(error_of(json::object{{"schema", "headerd-load-report"}, {"version", 2}})
+                  .find("report version 2 is not supported (this headerd reads version 1)"),
+              std::string::npos);
+}
+
+}  // namespace
+}  // namespace headerd::load
