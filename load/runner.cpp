@@ -577,7 +577,10 @@ RunResult Runner::run(const std::function<void(const StatusLine&)>& on_second) {
             for (auto& weak : m.clients) {
                 auto c = weak.lock();
                 if (!c || c->shard != m.shards[w].get() || !c->session || c->session->closed()) continue;
-                asio::co_spawn(m.pool[w].io(), c->session->close(), asio::detached);
+                // The coroutine holds the session: its client may drop it meanwhile.
+                asio::co_spawn(
+                    m.pool[w].io(), [session = c->session]() -> asio::awaitable<void> { co_await session->close(); },
+                    asio::detached);
             }
         });
     }
