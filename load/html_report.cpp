@@ -147,6 +147,11 @@ std::string si_text(double x) {
 // Latency axis labels: 0.05 -> "0.05", 1000 -> "1 s", 20000 -> "20 s".
 std::string latency_tick(double ms) { return ms >= 1000 ? fmt::format("{:g} s", ms / 1000) : fmt::format("{:g}", ms); }
 
+// A run's duration: "20 s", "4.00 s".
+std::string seconds_text(double s) {
+    return s == std::floor(s) ? fmt::format("{:.0f} s", s) : fmt::format("{:.2f} s", s);
+}
+
 std::string percent_text(double fraction) { return fmt::format("{:.1f} %", fraction * 100); }
 
 // "enode://<128 hex>@127.0.0.1:30303" -> "3f9a1c2b…@127.0.0.1:30303".
@@ -733,20 +738,59 @@ void profile_tables(std::string& out, const json::object& report) {
     }
     if (totals != nullptr) {
         const auto drops = number_at(totals, "verdict_drops");
-        error_row("total", totals, drops ? drops : std::optional<double>(drops_sum), penalties_sum, all_reasons,
-                  " class=\"total\"");
+        const auto penalties = number_at(totals, "verdict_penalties");
+        error_row("total", totals, drops ? drops : std::optional<double>(drops_sum),
+                  penalties ? penalties : std::optional<double>(penalties_sum), all_reasons, " class=\"total\"");
     }
     out += "</tbody></table></div>\n";
     out +=
         "<p class=\"note\">Lost: requests without a reply before their deadline; stale: replies that came after it. "
         "Verdicts are what the emulated client would have done to the server: drop it or count a penalty, with "
-        "the reasons. The totals row sums the profiles' penalties and reasons.</p>\n</section>\n";
+        "the reasons. The totals row sums the profiles' reasons.</p>\n</section>\n";
+
+    // What each profile stands for, when the report says.
+    std::string described;
+    if (profiles != nullptr) {
+        for (const json::value& v : *profiles) {
+            const json::object* p = v.if_object();
+            const auto imitates = string_at(p, "imitates");
+            if (!imitates) continue;
+            put(described, "<dt>{}</dt><dd>{}</dd>\n", esc(string_at(p, "name").value_or("-")), esc(*imitates));
+        }
+    }
+    if (!described.empty()) {
+        put(out, "<section>\n<h2>What the profiles imitate</h2>\n<dl class=\"kv\">\n{}</dl>\n</section>\n", described);
+    }
+}
+
+// A failed request as the report describes it: an object {origin, amount, skip, reverse} becomes
+// "by number 4096, 128 headers, skip 3, forward"; a string is shown as it is.
+std::string request_text(const json::value* request) {
+    if (request == nullptr) return "-";
+    if (request->is_string()) return esc(request->get_string());
+    const json::object* r = request->if_object();
+    if (r == nullptr) return "-";
+    const json::value* origin = field(r, "origin");
+    std::string out;
+    if (origin != nullptr && origin->is_string()) {
+        out = "by hash " + esc(origin->get_string());
+    } else if (as_number(origin)) {
+        out = "by number " + plain_text(as_number(origin));
+    } else {
+        out = "origin -";
+    }
+    const auto reverse = bool_at(r, "reverse");
+    return out + fmt::format(", {} headers, skip {}, {}", plain_text(number_at(r, "amount")),
+                             plain_text(number_at(r, "skip")), reverse ? (*reverse ? "reverse" : "forward") : "-");
 }
 
 void failures_section(std::string& out, const json::object& report) {
-    out += "<section>\n<h2>Verification failures</h2>\n";
+    out += "<section>\n<h2>Failures</h2>\n";
     const json::array* failures = array_at(&report, "failures");
-    const auto counted = number_at(object_at(&report, "totals"), "verification_failures");
+    // failures_total counts every failure (the list keeps the first); older writers only had the
+    // verification failures' count.
+    auto counted = number_at(&report, "failures_total");
+    if (!counted) counted = number_at(object_at(&report, "totals"), "verification_failures");
     if (failures == nullptr) {
         no_data(out, "the report has no failure list");
         out += "</section>\n";
@@ -754,16 +798,15 @@ void failures_section(std::string& out, const json::object& report) {
     }
     if (failures->empty()) {
         if (counted && *counted > 0) {
-            put(out, "<p>{} verification failures counted, none listed in the report.</p>\n", count_text(counted));
+            put(out, "<p>{} failures counted, none listed in the report.</p>\n", count_text(counted));
         } else {
-            out += "<p class=\"good\">None: every reply verified.</p>\n";
+            out += "<p class=\"good\">None: no reply failed verification and no request failed.</p>\n";
         }
         out += "</section>\n";
         return;
     }
     const size_t shown = std::min(failures->size(), kFailuresShown);
-    const double listed = static_cast<double>(failures->size());
-    const double total = std::max(counted.value_or(0), listed);
+    const double total = std::max(counted.value_or(0), static_cast<double>(failures->size()));
     if (shown == failures->size()) {
         put(out, "<p>{} failures counted; {} listed.</p>\n", count_text(total), shown);
     } else {
@@ -772,25 +815,14 @@ void failures_section(std::string& out, const json::object& report) {
     }
     out +=
         "<div class=\"table-wrap\"><table>\n<thead><tr><th>#</th><th>client</th><th class=\"text\">profile</th>"
-        "<th class=\"text\">origin</th><th>amount</th><th>skip</th><th>reverse</th><th class=\"text\">reason</th>"
-        "</tr></thead>\n<tbody>\n";
+        "<th class=\"text\">request</th><th class=\"text\">reason</th></tr></thead>\n<tbody>\n";
     for (size_t i = 0; i < shown; ++i) {
         const json::object* f = (*failures)[i].if_object();
-        const json::object* request = object_at(f, "request");
-        const json::value* origin = field(request, "origin");
-        std::string origin_text = "-";
-        if (origin != nullptr && origin->is_string()) {
-            origin_text = esc(origin->get_string());
-        } else if (as_number(origin)) {
-            origin_text = plain_text(as_number(origin));
-        }
-        const auto reverse = bool_at(request, "reverse");
         put(out,
-            "<tr><td>{}</td>{}<td class=\"text\">{}</td><td class=\"text mono wrap\">{}</td>{}{}<td>{}</td>"
+            "<tr><td>{}</td>{}<td class=\"text\">{}</td><td class=\"text mono wrap request\">{}</td>"
             "<td class=\"text wrap reason\">{}</td></tr>\n",
-            i + 1, num_cell(number_at(f, "client")), esc(string_at(f, "profile").value_or("-")), origin_text,
-            num_cell(number_at(request, "amount")), num_cell(number_at(request, "skip")),
-            reverse ? (*reverse ? "yes" : "no") : "-", esc(string_at(f, "reason").value_or("-")));
+            i + 1, num_cell(number_at(f, "client")), esc(string_at(f, "profile").value_or("-")),
+            request_text(field(f, "request")), esc(string_at(f, "reason").value_or("-")));
     }
     out += "</tbody></table></div>\n</section>\n";
 }
@@ -870,15 +902,28 @@ void verdict_banner(std::string& out, const json::object& report) {
     const char* state = !verified ? "unknown" : (*verified && failed.empty()) ? "pass" : "fail";
     const char* word = !verified ? "NO VERDICT" : (*verified && failed.empty()) ? "PASS" : "FAIL";
     std::vector<std::string> parts;
-    const auto counted = number_at(object_at(&report, "totals"), "verification_failures");
+    const json::object* totals = object_at(&report, "totals");
     if (!verified) {
         parts.push_back("the report does not say whether replies verified");
     } else if (*verified) {
         parts.push_back("every reply verified");
-    } else if (counted && *counted > 0) {
-        parts.push_back(fmt::format("{} verification failure{}", count_text(counted), *counted == 1 ? "" : "s"));
     } else {
-        parts.push_back("replies did not verify");
+        // What kept the run from verifying, as far as the report tells.
+        const auto plural = [](double n, const char* one, const char* many) {
+            return fmt::format("{} {}", count_text(n), n == 1 ? one : many);
+        };
+        const auto failures = number_at(totals, "verification_failures");
+        const auto lost = number_at(totals, "lost");
+        const auto stale = number_at(totals, "stale");
+        const auto replies = number_at(totals, "replies");
+        const size_t before = parts.size();
+        if (failures && *failures > 0) {
+            parts.push_back(plural(*failures, "verification failure", "verification failures"));
+        }
+        if (lost && *lost > 0) parts.push_back(plural(*lost, "request lost", "requests lost"));
+        if (stale && *stale > 0) parts.push_back(plural(*stale, "stale reply", "stale replies"));
+        if (replies && *replies == 0) parts.push_back("no replies");
+        if (parts.size() == before) parts.push_back("not verified");
     }
     if (thresholds == nullptr || total == 0) {
         parts.push_back("no thresholds set");
@@ -896,6 +941,7 @@ void verdict_banner(std::string& out, const json::object& report) {
     if (const auto cf = number_at(object_at(&report, "clients"), "connect_failures"); cf && *cf > 0) {
         parts.push_back(fmt::format("{} connection attempts failed", count_text(cf)));
     }
+    if (bool_at(&report, "interrupted") == std::optional<bool>(true)) parts.push_back("the run was interrupted");
     std::string detail;
     for (const std::string& p : parts) detail += (detail.empty() ? "" : " · ") + p;
     put(out,
@@ -939,8 +985,15 @@ void run_section(std::string& out, const json::object& report) {
                            : "-");
     out += "</dl>\n</section>\n<section class=\"columns\">\n<div>\n<h2>Run</h2>\n<dl class=\"kv\">\n";
     definition(out, "started", esc(string_at(&report, "started_at").value_or("-")));
-    definition(out, "duration", duration ? fmt::format("{:g} s", *duration) : "-");
-    definition(out, "seed", count_text(number_at(&report, "seed")));
+    const bool interrupted = bool_at(&report, "interrupted") == std::optional<bool>(true);
+    definition(out, "duration",
+               (duration ? seconds_text(*duration) : std::string("-")) + (interrupted ? " (interrupted)" : ""));
+    definition(out, "seed", plain_text(number_at(&report, "seed")));
+    if (const json::value* reference = field(&report, "reference")) {
+        definition(out, "reference chain",
+                   reference->is_string() ? "<span class=\"mono wrap\">" + esc(reference->get_string()) + "</span>"
+                                          : std::string("none"));
+    }
     const auto loop = string_at(mode, "loop");
     const auto target = number_at(mode, "target_rate");
     const auto achieved = number_at(mode, "achieved_rate");
@@ -1037,6 +1090,7 @@ th, td { padding: 4px 7px; text-align: right; white-space: nowrap; border-bottom
 th { white-space: normal; vertical-align: bottom; }
 th:first-child, td:first-child, th.text, td.text { text-align: left; }
 td.wrap { white-space: normal; overflow-wrap: anywhere; }
+td.request { width: 35%; }
 td.reason { width: 45%; }
 thead th { background: var(--panel); font-weight: 600; border-bottom: 1px solid #c9d0da; }
 tbody tr:hover { background: #fafbfc; }
@@ -1125,7 +1179,7 @@ std::string render_html_report(const boost::json::object& report) {
     std::string sub = enode ? "enode " + esc(short_enode(*enode)) : std::string("enode unknown");
     sub += " · " + esc(head_text);
     if (const auto started = string_at(&report, "started_at")) sub += " · started " + esc(*started);
-    if (const auto duration = number_at(&report, "duration_s")) sub += fmt::format(" · {:g} s", *duration);
+    if (const auto duration = number_at(&report, "duration_s")) sub += " · " + seconds_text(*duration);
     if (const auto clients = number_at(object_at(&report, "clients"), "requested")) {
         sub += " · " + count_text(clients) + " clients";
     }

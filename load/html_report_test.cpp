@@ -116,18 +116,21 @@ TEST(HtmlReport, SampleShowsVerdictTablesAndServer) {
     EXPECT_TRUE(html.starts_with("<!DOCTYPE html>"));
     EXPECT_NE(html.find("<strong>PASS</strong>"), std::string::npos);
     EXPECT_NE(html.find("data-verified=\"true\" data-thresholds-failed=\"0\""), std::string::npos);
-    EXPECT_NE(html.find("2 of 2 thresholds passed"), std::string::npos);
-    EXPECT_NE(html.find("<title>headerd load report: headerd/v0.1.0 at 8d33da29…@127.0.0.1:30303 (head #8191)"),
+    EXPECT_NE(html.find("3 of 3 thresholds passed"), std::string::npos);
+    EXPECT_NE(html.find("<title>headerd load report: headerd/v0.1.0 at 3f9865e5…@127.0.0.1:30303 (head #8191)"),
               std::string::npos);
     // The totals row and a profile row of the traffic table.
     EXPECT_NE(
-        html.find("<tr class=\"total\"><td>total</td><td>64</td><td>21,526</td><td>21,523</td><td>4,809,294</td>"),
+        html.find("<tr class=\"total\"><td>total</td><td>64</td><td>21,782</td><td>21,782</td><td>5,451,613</td>"),
         std::string::npos);
-    EXPECT_NE(html.find("<td>geth-skeleton</td><td>12</td><td>2,502</td>"), std::string::npos);
-    EXPECT_NE(html.find("timeout 3, short reply 12"), std::string::npos);
-    EXPECT_NE(html.find("None: every reply verified."), std::string::npos);
+    EXPECT_NE(html.find("<td>geth-skeleton</td><td>18</td><td>3,610</td>"), std::string::npos);
+    EXPECT_NE(html.find("<th>connect</th>"), std::string::npos);  // an error kind beyond the first four
+    EXPECT_NE(html.find("None: no reply failed verification and no request failed."), std::string::npos);
     EXPECT_NE(html.find("p99&lt;250ms"), std::string::npos);
-    EXPECT_NE(html.find("3.161 µs"), std::string::npos);
+    EXPECT_NE(html.find("2.862 µs"), std::string::npos);
+    EXPECT_NE(html.find("<dt>reth</dt><dd>reth reverse headers: tip by hash, then by number, reverse, 1000</dd>"),
+              std::string::npos);
+    EXPECT_NE(html.find("tests/data/mainnet-00000-5ec1ffb8.era1</span>"), std::string::npos);
     EXPECT_EQ(html.find("no data"), std::string::npos);
     // Self-contained: nothing to fetch, nothing to run.
     EXPECT_EQ(html.find("<script"), std::string::npos);
@@ -159,6 +162,7 @@ TEST(HtmlReport, EscapesEveryTextFromTheReport) {
     EXPECT_NE(html.find("&lt;b&gt;bold&lt;/b&gt; &amp; &quot;quoted&quot;"), std::string::npos);
     EXPECT_NE(html.find("data-profile=\"&lt;b&gt;bold&lt;/b&gt; &amp; &quot;quoted&quot;\""), std::string::npos);
     EXPECT_NE(html.find("header 3: &lt;script&gt;bad&lt;/script&gt; &amp; &#39;more&#39;"), std::string::npos);
+    EXPECT_NE(html.find("by hash 0x&lt;ab&gt;, 192 headers, skip 0, reverse"), std::string::npos);
     EXPECT_NE(html.find("&lt;img src=x onerror=alert(1)&gt;"), std::string::npos);
     // The command line is shell-quoted, then escaped.
     EXPECT_NE(html.find("&#39;&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;&#39;"), std::string::npos);
@@ -256,18 +260,46 @@ TEST(HtmlReport, FailingRunListsTheFirstFailures) {
     }
     report["failures"] = std::move(failures);
     report["totals"].as_object()["verification_failures"] = 75;
+    report["failures_total"] = 75;
     report["thresholds"].as_array().push_back(json::object{{"expr", "p99<50ms"}, {"ok", false}, {"value", "179ms"}});
     const std::string html = render_html_report(report);
     EXPECT_NE(html.find("<strong>FAIL</strong>"), std::string::npos);
     EXPECT_NE(html.find("data-verified=\"false\" data-thresholds-failed=\"1\""), std::string::npos);
     EXPECT_NE(html.find("75 verification failures"), std::string::npos);
-    EXPECT_NE(html.find("1 of 3 thresholds failed: p99&lt;50ms (179ms)"), std::string::npos);
+    EXPECT_NE(html.find("1 of 4 thresholds failed: p99&lt;50ms (179ms)"), std::string::npos);
     EXPECT_NE(html.find("75 failures counted; the first 50 listed (the JSON report holds 60)."), std::string::npos);
-    EXPECT_NE(
-        html.find("<tr><td>50</td><td>49</td><td class=\"text\">legacy</td><td class=\"text mono wrap\">4145</td>"),
-        std::string::npos);
+    EXPECT_NE(html.find("<tr><td>50</td><td>49</td><td class=\"text\">legacy</td><td class=\"text mono wrap "
+                        "request\">by number 4145, 128 headers, skip 3, forward</td>"),
+              std::string::npos);
     EXPECT_EQ(html.find("<tr><td>51</td>"), std::string::npos);
     EXPECT_EQ(count_of(html, "is not the block asked for"), kFailuresShown);
+}
+
+TEST(HtmlReport, UnverifiedRunSaysWhyAndListsTextRequests) {
+    json::object report = load_sample();
+    report["verified"] = false;
+    report["interrupted"] = true;
+    report["reference"] = nullptr;
+    json::object& totals = report["totals"].as_object();
+    totals["lost"] = 3;
+    totals["stale"] = 1;
+    totals["verdict_penalties"] = 4;
+    report["failures"] = json::array{json::object{{"client", 5},
+                                                  {"profile", "probes"},
+                                                  {"request", "id 77, by number 8191, 1 headers, skip 0, forward"},
+                                                  {"reason", "no reply: timeout after 10 s"}}};
+    report["failures_total"] = 4;
+    const std::string html = render_html_report(report);
+    EXPECT_NE(html.find("<strong>FAIL</strong><span>3 requests lost · 1 stale reply · 3 of 3 thresholds passed · the "
+                        "run was interrupted</span>"),
+              std::string::npos);
+    EXPECT_NE(html.find("<dd>20 s (interrupted)</dd>"), std::string::npos);
+    EXPECT_NE(html.find("<dt>reference chain</dt><dd>none</dd>"), std::string::npos);
+    EXPECT_NE(html.find("4 failures counted; 1 listed."), std::string::npos);
+    EXPECT_NE(html.find(">id 77, by number 8191, 1 headers, skip 0, forward</td>"), std::string::npos);
+    EXPECT_NE(html.find("no reply: timeout after 10 s"), std::string::npos);
+    // The totals row takes the penalties from the totals.
+    EXPECT_NE(html.find("<td class=\"nz\">4</td><td class=\"text\">-</td></tr>"), std::string::npos);
 }
 
 TEST(HtmlReport, LongTimelineKeepsEveryPointWithoutDots) {
