@@ -266,18 +266,34 @@ json::object build_report(const RunResult& r, const ReportContext& ctx,
                                         {"headers", p.headers},
                                         {"bytes", p.bytes},
                                         {"errors", p.errors},
-                                        {"p50_ms", p.p50_ms},
-                                        {"p99_ms", p.p99_ms}});
+                                        {"p50_ms", p.replies > 0 ? json::value(p.p50_ms) : json::value(nullptr)},
+                                        {"p99_ms", p.replies > 0 ? json::value(p.p99_ms) : json::value(nullptr)}});
     }
     o["timeline"] = timeline;
     json::array failures;
     for (const auto& f : r.failures) {
+        json::object request{{"id", f.id}, {"amount", f.amount}, {"skip", f.skip}, {"reverse", f.reverse}};
+        if (f.origin.starts_with("0x")) {
+            request["origin"] = f.origin;
+        } else {
+            request["origin"] = std::strtoull(f.origin.c_str(), nullptr, 10);
+        }
+        request["text"] = f.request;
         failures.push_back(
-            json::object{{"client", f.client}, {"profile", f.profile}, {"request", f.request}, {"reason", f.reason}});
+            json::object{{"client", f.client}, {"profile", f.profile}, {"request", request}, {"reason", f.reason}});
     }
     o["failures"] = failures;
     o["failures_total"] = r.failures_seen;
     o["server_metrics"] = ctx.server_metrics ? json::value(*ctx.server_metrics) : json::value(nullptr);
+    if (ctx.load_cpu_seconds) {
+        o["load_process"] =
+            json::object{{"cpu_seconds", *ctx.load_cpu_seconds},
+                         {"cpu_us_per_header",
+                          t.headers > 0 ? json::value(*ctx.load_cpu_seconds * 1e6 / static_cast<double>(t.headers))
+                                        : json::value(nullptr)}};
+    } else {
+        o["load_process"] = nullptr;
+    }
     json::array th;
     for (const auto& x : thresholds) th.push_back(json::object{{"expr", x.expr}, {"ok", x.ok}, {"value", x.value}});
     o["thresholds"] = th;

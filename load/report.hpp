@@ -23,6 +23,7 @@ struct ReportContext {
     std::optional<double> target_rate;
     std::optional<std::string> reference;               // --chain description
     std::optional<boost::json::object> server_metrics;  // --server-metrics figures
+    std::optional<double> load_cpu_seconds;             // this process's CPU time during the run
     uint64_t network_id{0};
     Hash32 genesis{};
 };

@@ -39,8 +39,8 @@ asio::awaitable<void> sleep_until(Clock::time_point until, const std::atomic<boo
     }
 }
 
-std::string short_enode(const p2p::Enode& e) {
-    return fmt::format("enode://{}@{}:{}", to_hex(e.key.bytes()).substr(0, 16), e.host, e.port);
+std::string enode_url(const p2p::Enode& e) {
+    return fmt::format("enode://{}@{}:{}", to_hex(e.key.bytes()), e.host, e.port);
 }
 
 }  // namespace
@@ -192,7 +192,18 @@ void Runner::Impl::record_failure(Client& c, const Planned& p, const std::string
     std::lock_guard lock(c.shard->mu);
     ++c.shard->failures_seen;
     if (c.shard->failures.size() < cfg.max_failures) {
-        c.shard->failures.push_back({c.index, std::string(c.spec->name), describe(p.request), reason});
+        const auto& r = p.request;
+        FailureRecord f;
+        f.client = c.index;
+        f.profile = std::string(c.spec->name);
+        f.request = describe(r);
+        f.reason = reason;
+        f.origin = r.origin.is_hash ? to_hex0x(r.origin.hash) : std::to_string(r.origin.number);
+        f.amount = r.amount;
+        f.skip = r.skip;
+        f.reverse = r.reverse;
+        f.id = r.request_id;
+        c.shard->failures.push_back(std::move(f));
     }
 }
 
@@ -240,7 +251,7 @@ asio::awaitable<bool> Runner::Impl::connect(Client& c) {
     {
         std::lock_guard lock(server_mu);
         if (!server) {
-            server = ServerInfo{short_enode(*c.peer), c.session->link().client_id, c.session->link().version,
+            server = ServerInfo{enode_url(*c.peer), c.session->link().client_id, c.session->link().version,
                                 chain.head_number.value_or(0), chain.head_hash};
         }
     }
@@ -254,8 +265,31 @@ asio::awaitable<bool> Runner::Impl::learn_head(Client& c) {
     p.request.amount = 1;
     p.step = "head number";
     p.origin_on_chain = true;
+    {
+        std::lock_guard lock(c.shard->mu);
+        ++c.shard->profiles[c.profile].requests;
+        ++c.shard->interval.requests;
+    }
     auto r = co_await c.session->request(p.request, cfg.timeout.value_or(c.spec->timeout));
-    if (!r || r->headers.size() != 1) co_return false;
+    if (r) {
+        std::lock_guard lock(c.shard->mu);
+        ProfileStats& s = c.shard->profiles[c.profile];
+        ++s.replies;
+        s.headers += r->headers.size();
+        for (ByteView h : r->headers) s.bytes += h.size();
+        s.rtt.record(std::chrono::duration_cast<std::chrono::nanoseconds>(r->rtt));
+        ++c.shard->interval.replies;
+        c.shard->interval.headers += r->headers.size();
+        c.shard->interval.rtt.record(std::chrono::duration_cast<std::chrono::nanoseconds>(r->rtt));
+    }
+    if (!r || r->headers.size() != 1) {
+        count_error(
+            c, r ? "verification" : (r.error().kind == p2p::RequestFailure::Kind::kTimeout ? "timeout" : "closed"));
+        record_failure(c, p,
+                       r ? fmt::format("{} headers for the head hash of the server's Status", r->headers.size())
+                         : "head probe failed: " + r.error().message);
+        co_return false;
+    }
     auto peek = peek_header(r->headers.front());
     if (!peek || header_hash(r->headers.front()) != c.view.head_hash) {
         record_failure(c, p, "the head hash of the server's Status does not give its head header");

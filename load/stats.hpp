@@ -50,6 +50,12 @@ struct FailureRecord {
     uint64_t client{0};
     std::string profile;
     std::string request;  // verify.hpp describe()
+    // The request's fields, for the JSON report.
+    std::string origin;  // a number, or a 0x hash
+    uint64_t amount{0};
+    uint64_t skip{0};
+    bool reverse{false};
+    uint64_t id{0};
     std::string reason;
 };
 

@@ -1,5 +1,6 @@
 // `headerd load`: synthetic syncing clients against one or more header servers (docs/load.md).
 
+#include <sys/resource.h>
 #include <unistd.h>
 #include <atomic>
 #include <csignal>
@@ -19,6 +20,7 @@
 #include "load/reference_chain.hpp"
 #include "load/report.hpp"
 #include "load/runner.hpp"
+#include "load/server_scrape.hpp"
 #include "metrics/http_server.hpp"
 #include "metrics/metrics.hpp"
 #include "node/commands.hpp"
@@ -63,6 +65,13 @@ Outcome<void> write_text(const std::string& path, const std::string& text) {
     return {};
 }
 
+double cpu_seconds() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
 std::string human_bytes(double b) {
     if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
     if (b >= 1e6) return fmt::format("{:.1f} MB", b / 1e6);
@@ -77,7 +86,7 @@ int cmd_load(int argc, char** argv) {
         "load-test header servers with synthetic syncing clients",
         "--peer ENODE [--peer ENODE ...] [--clients N] [--duration S | --requests K] [--profile NAME[:WEIGHT],...] "
         "[--rate R] [--ramp S] [--depth D] [--eth V] [--chain FILE|DATADIR ...] [--threshold EXPR ...] "
-        "[--json FILE] [--html FILE] [--metrics HOST:PORT] [--seed S]",
+        "[--json FILE] [--html FILE] [--metrics HOST:PORT] [--server-metrics URL] [--seed S]",
         {{"peer", "ENODE", "server to load (enode://...@HOST:PORT); clients are spread over all given", "", true, true},
          {"clients", "N", "synthetic clients, each its own connection and node key", "16", false},
          {"duration", "S", "seconds to run; 0 runs until interrupted (or --requests)", "30", false},
@@ -100,6 +109,8 @@ int cmd_load(int argc, char** argv) {
          {"json", "FILE", "write the JSON report (docs/load-report.md)", "", false},
          {"html", "FILE", "write a self-contained HTML report", "", false},
          {"metrics", "HOST:PORT", "serve the load generator's /metrics", "", false},
+         {"server-metrics", "URL", "the server's /metrics, read before and after: its CPU per header, serve times", "",
+          false},
          {"seed", "S", "seed for profile walks and jitter", "1", false},
          verbosity_option()},
         false,
@@ -224,7 +235,15 @@ int cmd_load(int argc, char** argv) {
         cfg.rate ? fmt::format("open loop at {:g} requests/s", *cfg.rate) : std::string("closed loop"),
         cfg.duration > load::Clock::duration::zero() ? fmt::format("{:g}s", *duration) : std::string("unbounded"));
     const std::string started_at = utc_now();
+    const auto server_url = args->get("server-metrics");
+    std::optional<load::ServerSnapshot> server_before;
+    if (server_url) {
+        auto snap = load::scrape_server(*server_url, std::chrono::seconds(10));
+        if (!snap) return fail("--server-metrics: " + snap.error().message);
+        server_before = *snap;
+    }
     load::Runner runner(cfg);
+    const double cpu_before = cpu_seconds();
     std::thread watcher([&runner] {
         // Signals: the first ends the run cleanly, the second exits at once.
         while (g_signals.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -246,6 +265,7 @@ int cmd_load(int argc, char** argv) {
             spdlog::info("Load                                     {}", line);
         }
     });
+    const double cpu_used = cpu_seconds() - cpu_before;
     if (tty) std::fprintf(stderr, "\n");
     if (http) {
         http->stop();
@@ -255,10 +275,20 @@ int cmd_load(int argc, char** argv) {
 
     const auto checked = load::check_thresholds(result, thresholds);
     load::ReportContext ctx;
+    if (server_url) {
+        // The server's counters settle once the last replies are written; the run has drained.
+        auto after = load::scrape_server(*server_url, std::chrono::seconds(10));
+        if (!after) {
+            spdlog::warn("--server-metrics: {}", after.error().message);
+        } else {
+            ctx.server_metrics = load::server_delta(*server_url, *server_before, *after);
+        }
+    }
     for (int i = -1; i < argc; ++i) ctx.command.emplace_back(i < 0 ? "headerd load" : argv[i]);
     ctx.command.front() = "headerd";
     ctx.command.insert(ctx.command.begin() + 1, "load");
     ctx.started_at = started_at;
+    ctx.load_cpu_seconds = cpu_used;
     ctx.seed = cfg.seed;
     ctx.clients_requested = cfg.clients;
     ctx.target_rate = cfg.rate;
@@ -278,6 +308,20 @@ int cmd_load(int argc, char** argv) {
         if (&f - &result.failures.front() >= 5) break;
         std::printf("  client %llu (%s), request %s: %s\n", static_cast<unsigned long long>(f.client),
                     f.profile.c_str(), f.request.c_str(), f.reason.c_str());
+    }
+    if (ctx.server_metrics) {
+        const auto& sm = *ctx.server_metrics;
+        const auto num = [&](const char* k) {
+            const auto* v = sm.if_contains(k);
+            return v != nullptr && v->is_number() ? fmt::format("{:.3f}", v->to_number<double>()) : std::string("-");
+        };
+        const auto& serve = sm.at("serve_ms").as_object();
+        const auto q = [&](const char* k) {
+            return serve.at(k).is_number() ? fmt::format("{:.3f}", serve.at(k).to_number<double>()) : std::string("-");
+        };
+        std::printf("server: %s us CPU per header, %s us per request; serve time p50 %s ms, p99 %s ms\n",
+                    num("cpu_us_per_header").c_str(), num("cpu_us_per_request").c_str(), q("p50").c_str(),
+                    q("p99").c_str());
     }
     if (auto path = args->get("json")) {
         if (auto r = write_text(*path, boost::json::serialize(report) + "\n"); !r) return fail(r.error().message);

@@ -22,11 +22,12 @@ packages=(
     libsecp256k1-dev libssl-dev libcrypto++-dev prometheus-cpp-dev libtomlplusplus-dev
 )
 if [ -z "$build_only" ]; then
-    # Tests, benchmarks, format check and fuzzing (clang), the strace-based and Prometheus tests.
+    # Tests, benchmarks, format check and fuzzing (clang), the strace-based and Prometheus tests,
+    # and headless Chromium for the load report's browser test; curl for scraping in tests.
     packages+=(
         clang-format clang libclang-rt-14-dev
         libgtest-dev libgmock-dev libbenchmark-dev
-        strace prometheus
+        strace prometheus chromium curl
     )
     # Node.js and npm run the interop tests' independent peer; any Node.js >= 18 will do, so a
     # machine that already has one (from Debian or NodeSource) keeps it.
