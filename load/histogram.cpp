@@ -63,8 +63,10 @@ std::vector<uint64_t> LatencyHistogram::counts_at(const std::vector<uint64_t>& b
     size_t b = 0;
     for (size_t i = 0; i < kBuckets; ++i) {
         if (counts_[i] == 0) continue;
-        const uint64_t top = upper_bound(i);
-        while (b + 1 < bounds.size() && top > bounds[b]) ++b;
+        // A bucket counts under the first bound at or above its lowest value (buckets are at most
+        // 1/64 of their values wide, so a value within 1.6 % above a bound may count under it).
+        const uint64_t low = i == 0 ? 0 : upper_bound(i - 1) + 1;
+        while (b + 1 < bounds.size() && low > bounds[b]) ++b;
         out[b] += counts_[i];
     }
     return out;

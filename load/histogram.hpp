@@ -35,7 +35,8 @@ class LatencyHistogram {
     uint64_t quantile(double q) const noexcept;
 
     // Counts at or below each of `bounds` (ascending, nanoseconds) and not below the previous one:
-    // result[i] counts values in (bounds[i-1], bounds[i]]; the last bound takes everything above.
+    // result[i] counts values in (bounds[i-1], bounds[i]], to the histogram's precision (a value
+    // up to 1/64 above a bound may count under it); the last bound takes everything above.
     std::vector<uint64_t> counts_at(const std::vector<uint64_t>& bounds) const;
 
     static size_t index_of(uint64_t nanos) noexcept;

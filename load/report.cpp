@@ -100,9 +100,10 @@ const std::vector<double>& report_bucket_bounds_ms() {
         for (double decade = 0.01; decade < 100'000; decade *= 10) {
             for (double m : {1.0, 2.0, 5.0}) {
                 const double x = decade * m;
-                if (x >= 0.05 && x <= 60'000) v.push_back(std::round(x * 100) / 100);
+                if (x >= 0.05 && x <= 50'000) v.push_back(std::round(x * 100) / 100);
             }
         }
+        v.push_back(60'000);  // the last bound also counts everything slower
         return v;
     }();
     return b;

@@ -76,6 +76,9 @@ Outcome<std::vector<MixEntry>> parse_mix(const std::string& text) {
                 return make_error(fmt::format("--profile {}: weight '{}' is not a positive number", text, w));
             }
         }
+        for (const MixEntry& e : mix) {
+            if (e.profile == spec) return make_error(fmt::format("--profile {}: '{}' is listed twice", text, name));
+        }
         mix.push_back({spec, weight});
         if (comma == text.size()) break;
     }
@@ -84,26 +87,38 @@ Outcome<std::vector<MixEntry>> parse_mix(const std::string& text) {
 
 std::vector<const ProfileSpec*> assign_profiles(const std::vector<MixEntry>& mix, size_t clients) {
     double total = 0;
-    for (const auto& m : mix) total += m.weight;
+    for (const auto& m : mix) total += std::max(0.0, m.weight);
+    std::vector<double> exact(mix.size(), 0);
     std::vector<size_t> counts(mix.size(), 0);
     std::vector<std::pair<double, size_t>> remainders;
     size_t given = 0;
     for (size_t i = 0; i < mix.size(); ++i) {
-        const double exact = total > 0 ? static_cast<double>(clients) * mix[i].weight / total : 0;
-        counts[i] = static_cast<size_t>(std::floor(exact));
+        exact[i] = total > 0 && mix[i].weight > 0 ? static_cast<double>(clients) * mix[i].weight / total : 0;
+        counts[i] = static_cast<size_t>(std::floor(exact[i]));
         given += counts[i];
-        remainders.push_back({exact - std::floor(exact), i});
+        remainders.push_back({exact[i] - std::floor(exact[i]), i});
     }
-    // Profiles left with none get one first (while clients last), then the largest remainders.
-    std::stable_sort(remainders.begin(), remainders.end(), [&](const auto& a, const auto& b) {
-        const bool a_none = counts[a.second] == 0 && mix[a.second].weight > 0;
-        const bool b_none = counts[b.second] == 0 && mix[b.second].weight > 0;
-        if (a_none != b_none) return a_none;
-        return a.first > b.first;
-    });
+    // Largest remainders take the clients the floors left.
+    std::stable_sort(remainders.begin(), remainders.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
     for (size_t k = 0; given < clients && k < remainders.size(); ++k, ++given) ++counts[remainders[k].second];
-    for (size_t k = 0; given > clients && k < remainders.size(); ++k) {  // cannot happen; keeps the sum exact
-        if (counts[remainders[k].second] > 0) --counts[remainders[k].second], --given;
+    // Every weighted profile gets a client while clients last (heaviest first): each one without
+    // takes a client from the profile furthest above its exact share that has two or more.
+    std::vector<size_t> order;
+    for (size_t i = 0; i < mix.size(); ++i) {
+        if (mix[i].weight > 0) order.push_back(i);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return mix[a].weight > mix[b].weight; });
+    for (size_t i : order) {
+        if (counts[i] != 0) continue;
+        std::optional<size_t> donor;
+        for (size_t j = 0; j < mix.size(); ++j) {
+            const double surplus = static_cast<double>(counts[j]) - exact[j];
+            if (counts[j] >= 2 && (!donor || surplus > static_cast<double>(counts[*donor]) - exact[*donor])) donor = j;
+        }
+        if (!donor) break;
+        --counts[*donor];
+        counts[i] = 1;
     }
     std::vector<const ProfileSpec*> out;
     for (size_t i = 0; i < mix.size(); ++i) out.insert(out.end(), counts[i], mix[i].profile);

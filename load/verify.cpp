@@ -41,12 +41,10 @@ uint64_t expected_count(uint64_t origin, uint64_t amount, uint64_t skip, bool re
                         uint64_t max_headers) noexcept {
     if (amount == 0 || origin > head) return 0;
     const uint64_t limit = std::min(amount, max_headers);
-    if (reverse) {
-        if (skip == UINT64_MAX) return 1;
-        return std::min(limit, origin / (skip + 1) + 1);
-    }
-    if (skip == UINT64_MAX) return 1;
-    return std::min(limit, (head - origin) / (skip + 1) + 1);
+    // Headers after the origin that the chain holds in the request's direction, then the origin.
+    const uint64_t span = reverse ? origin : head - origin;
+    const uint64_t after = skip == UINT64_MAX ? 0 : span / (skip + 1);
+    return after >= limit ? limit : after + 1;
 }
 
 std::string describe(const eth::GetBlockHeadersRequest& r) {

@@ -15,6 +15,7 @@
 #include <boost/json.hpp>
 
 #include "core/hex.hpp"
+#include "core/synthetic.hpp"
 #include "load/html_report.hpp"
 #include "load/load_metrics.hpp"
 #include "load/reference_chain.hpp"
@@ -104,6 +105,10 @@ int cmd_load(int argc, char** argv) {
          {"workers", "N", "threads (0: one per core)", "0", false},
          {"chain", "SRC", "reference chain: .era1/.rlp files or a datadir; replies are compared byte for byte", "",
           false, true},
+         {"synthetic", "N[:SEED]",
+          "the clients claim the network of `headerd generate --count N --seed SEED` (seed 1 if not given), not "
+          "mainnet",
+          "", false},
          {"threshold", "EXPR", "pass/fail rule, e.g. 'p99<50ms', 'errors==0', 'verified', 'besu.p99<1s'", "", false,
           true},
          {"json", "FILE", "write the JSON report (docs/load-report.md)", "", false},
@@ -204,6 +209,18 @@ int cmd_load(int argc, char** argv) {
         cfg.reference = reference.get();
     }
     cfg.config = reference && reference->db().config() != nullptr ? reference->db().config() : &mainnet_config();
+    std::optional<synthetic::Generator> generated;  // holds the synthetic network's config
+    if (auto text = args->get("synthetic")) {
+        const size_t colon = text->find(':');
+        auto count = parse_u64(text->substr(0, colon));
+        auto gen_seed =
+            colon == std::string::npos ? Outcome<uint64_t>(uint64_t{1}) : parse_u64(text->substr(colon + 1));
+        if (!count || *count == 0 || !gen_seed)
+            return usage(fmt::format("--synthetic {}: expected N or N:SEED", *text));
+        if (reference) return usage("--synthetic and --chain both name the network: give one");
+        generated.emplace(*count, *gen_seed);
+        cfg.config = &generated->config();
+    }
 
     // Metrics: the registry, served on a thread of its own.
     std::unique_ptr<metrics::Metrics> registry;
