@@ -3,7 +3,8 @@
 # (era1 epoch 0, blocks 0..8191) into ./datadir, show what the node holds, and serve them to
 # devp2p peers on 127.0.0.1:30303 (the enode URL is printed and written to datadir/enode), with
 # Prometheus metrics on http://127.0.0.1:6060/metrics. Importing again is a no-op. Stop with Ctrl-C.
-# HEADERD_DATADIR, HEADERD_LISTEN and HEADERD_METRICS change the defaults.
+# It admits up to 200 peers (HEADERD_MAX_PEERS), room for README's `headerd load --clients 64`.
+# HEADERD_DATADIR, HEADERD_LISTEN, HEADERD_METRICS and HEADERD_MAX_PEERS change the defaults.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -13,4 +14,4 @@ datadir=${HEADERD_DATADIR:-datadir}
 ./build/node/headerd verify --datadir "$datadir"
 ./build/node/headerd inspect --datadir "$datadir"
 exec ./build/node/headerd serve --datadir "$datadir" --listen "${HEADERD_LISTEN:-127.0.0.1:30303}" \
-    --metrics "${HEADERD_METRICS:-127.0.0.1:6060}"
+    --metrics "${HEADERD_METRICS:-127.0.0.1:6060}" --max-peers "${HEADERD_MAX_PEERS:-200}"
