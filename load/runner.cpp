@@ -559,6 +559,7 @@ RunResult Runner::run(const std::function<void(const StatusLine&)>& on_second) {
         const uint64_t hi = cfg.eth.value_or(c->spec->max_eth);
         c->local.client_id = fmt::format("headerd-load/{}/v1", c->spec->name);
         c->local.config = cfg.config;
+        c->local.metrics = cfg.net_metrics;
         c->local.head = db::Head{0, cfg.config->genesis_hash, U256(17'179'869'184u), 0};
         c->local.offers = std::span<const p2p::ProtocolOffer>(p2p::kEthOffers).subspan(lo - 68, hi - lo + 1);
         {

@@ -19,6 +19,7 @@
 #include "load/stats.hpp"
 #include "load/verify.hpp"
 #include "p2p/connection.hpp"
+#include "p2p/net_metrics.hpp"
 #include "p2p/node_key.hpp"
 
 namespace headerd::load {
@@ -50,6 +51,9 @@ struct LoadConfig {
     Clock::duration drain{std::chrono::seconds(5)};  // at the end: wait this long for replies in flight
     ServeRules rules;
     LoadMetrics* metrics{nullptr};
+    // The sessions' own meters (traffic per message; the tracker's RTT, in flight, lost, stale),
+    // as in every headerd process; nullptr: off.
+    const p2p::NetMetrics* net_metrics{nullptr};
     size_t max_failures{100};  // failures kept with their reasons
 };
 

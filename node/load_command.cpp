@@ -26,6 +26,7 @@
 #include "metrics/metrics.hpp"
 #include "node/commands.hpp"
 #include "node/common.hpp"
+#include "p2p/net_metrics.hpp"
 #include "p2p/node_key.hpp"
 
 namespace headerd::node {
@@ -225,6 +226,7 @@ int cmd_load(int argc, char** argv) {
     // Metrics: the registry, served on a thread of its own.
     std::unique_ptr<metrics::Metrics> registry;
     std::unique_ptr<load::LoadMetrics> meters;
+    std::unique_ptr<p2p::NetMetrics> net_meters;
     asio::io_context http_io(1);
     std::optional<metrics::HttpServer> http;
     std::thread http_thread;
@@ -234,6 +236,8 @@ int cmd_load(int argc, char** argv) {
         for (const auto& e : cfg.mix) names.emplace_back(e.profile->name);
         meters = std::make_unique<load::LoadMetrics>(registry->registry(), names);
         cfg.metrics = meters.get();
+        net_meters = std::make_unique<p2p::NetMetrics>(registry->families());
+        cfg.net_metrics = net_meters.get();
         http.emplace(http_io, registry->collectables(), std::function<metrics::Health()>{});
         if (auto r = http->listen(*metrics_at); !r) return fail(r.error().message);
         http->start();
