@@ -1,0 +1,588 @@
+#!/usr/bin/env bash
+# docker-compose.yml for real, on a machine that reaches a Debian mirror but no image registry.
+# Slow (debootstrap on the first run, a C++ build in the image): not part of scripts/test.sh or
+# .ci/run; run it by hand or as a CI job of its own. Run with --help for the options.
+#
+#  1. installs what is missing (docker.io, docker-compose unless Compose v2 is there, debootstrap
+#     when the base image must be made) and starts the Docker daemon if none runs (stopped again
+#     at the end);
+#  2. makes the base image headerd-test/debian:bookworm with debootstrap (Debian 12 minbase) and
+#     `docker import`, or reuses it when it exists;
+#  3. builds headerd-test/headerd:local from deploy/Dockerfile (BASE_IMAGE = that base) and
+#     headerd-test/prometheus:bookworm from deploy/prometheus.Dockerfile (Debian's package), both
+#     with --network host, from a snapshot of the working tree (or of --ref REV);
+#  4. brings up headerd, client (the load generator) and prometheus with docker-compose.yml +
+#     deploy/compose.test.yml (no Grafana), every port on 127.0.0.1 on free ports;
+#  5. checks: headerd and the load generator healthy, /healthz and a `headerd get` through the
+#     published ports, Prometheus scraping headerd and the load generator (up == 1), client RTT
+#     quantiles per profile through PromQL, headerd's own series, every Grafana dashboard
+#     expression accepted (the client RTT panel with data);
+#  6. stops the services (each must exit 0 on SIGTERM), tears down containers, networks and
+#     volumes (the images stay cached) and checks that nothing of the project is left.
+# On failure it prints the services' state and the logs of every container.
+set -euo pipefail
+
+usage() {
+    cat <<'EOF'
+Usage: tests/compose_test.sh [OPTIONS]
+
+Runs docker-compose.yml (headerd, the load generator, Prometheus) for real with images built
+here from Debian packages, checks it end to end and tears it down. Needs root or sudo.
+
+Options (environment variable in brackets):
+  --ref REV          build and run commit REV (git archive) instead of the working tree
+  --rebuild-base     debootstrap the base image again even if headerd-test/debian:bookworm exists
+  --keep             leave the stack (and a daemon the test started) running at the end; prints
+                     how to take it down
+  --timeout SECONDS  bound of each wait for the stack (default 300); builds have their own bounds
+                     (debootstrap 30 min, each image 60 min)
+  -h, --help         show this help
+
+Environment:
+  HEADERD_COMPOSE         compose command, "docker compose" or "docker-compose" (default: Compose
+                          v2 when `docker compose` works, else docker-compose)
+  HEADERD_DEBIAN_MIRROR   Debian mirror of the base image [http://deb.debian.org/debian]
+  HEADERD_DEBIAN_SECURITY security mirror [http://deb.debian.org/debian-security]
+  HEADERD_BUILD_NICE      nice increment of the compiler in the image build and of debootstrap [10]
+  CI                      when "true", sudo never prompts (sudo -n)
+
+Exit code 0 when every check passed, 1 otherwise.
+EOF
+}
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PROJECT=headerd-compose-test
+BASE_IMAGE=headerd-test/debian:bookworm
+HEADERD_IMAGE=headerd-test/headerd:local
+PROMETHEUS_IMAGE=headerd-test/prometheus:bookworm
+MIRROR=${HEADERD_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+SECURITY_MIRROR=${HEADERD_DEBIAN_SECURITY:-http://deb.debian.org/debian-security}
+NICE=${HEADERD_BUILD_NICE:-10}
+ref=
+rebuild_base=
+keep=
+timeout_s=300
+
+say() { echo "compose_test: $*" >&2; }
+die() {
+    say "error: $*"
+    exit 1
+}
+need_value() { [ $# -ge 2 ] || die "$1 needs a value (see --help)"; }
+
+while [ $# -gt 0 ]; do
+    case $1 in
+        --ref) need_value "$@"; ref=$2; shift 2 ;;
+        --rebuild-base) rebuild_base=1; shift ;;
+        --keep) keep=1; shift ;;
+        --timeout) need_value "$@"; timeout_s=$2; shift 2 ;;
+        -h | --help) usage; exit 0 ;;
+        *) die "unknown option '$1' (see --help)" ;;
+    esac
+done
+[[ $timeout_s =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive number of seconds, got '$timeout_s'"
+[[ $NICE =~ ^[0-9]+$ ]] || die "HEADERD_BUILD_NICE must be a number, got '$NICE'"
+
+t_total=$SECONDS
+# phase NAME: remembers when the phase began; done_phase prints its duration.
+phase_name=
+phase_start=0
+durations=()
+phase() {
+    phase_name=$1
+    phase_start=$SECONDS
+    say "--- $1"
+}
+done_phase() {
+    durations+=("$phase_name $((SECONDS - phase_start)) s")
+    say "ok: $phase_name ($((SECONDS - phase_start)) s)"
+}
+
+# --- privileges ---------------------------------------------------------------------------------
+
+# SUDO runs a command as root (apt-get, dockerd, debootstrap, root-owned files): nothing when
+# root, sudo otherwise (never prompting under CI=true). DPRIV is the prefix of docker and compose:
+# nothing when this user may use the daemon, SUDO otherwise.
+SUDO=()
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || die "not root and sudo is not available; run as root"
+    if [ "${CI:-}" = true ]; then
+        SUDO=(sudo -n)
+        sudo -n true 2>/dev/null || die "CI=true: sudo needs a password; allow passwordless sudo or run as root"
+    else
+        SUDO=(sudo)
+        sudo -v || die "sudo failed"
+    fi
+fi
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/headerd-compose-test.XXXXXX")
+SRC=$WORK/src
+DPRIV=()
+DOCKER=(docker)
+COMPOSE=()
+compose_env=()
+dockerd_started=
+stack_up=
+export DEBIAN_FRONTEND=noninteractive
+
+# compose_t SECONDS ARG...: the compose command on the project, from the source snapshot, bounded.
+compose_t() {
+    local t=$1
+    shift
+    (cd "$SRC" && "${DPRIV[@]}" env "${compose_env[@]}" timeout "$t" "${COMPOSE[@]}" -p "$PROJECT" \
+        -f docker-compose.yml -f deploy/compose.test.yml "$@")
+}
+compose() { compose_t 120 "$@"; }
+
+# --- teardown -----------------------------------------------------------------------------------
+
+stop_daemon() {
+    [ -n "$dockerd_started" ] || return 0
+    if [ "$dockerd_started" = systemd ]; then
+        say "stopping the Docker daemon this test started (systemctl stop docker)"
+        "${SUDO[@]}" timeout 60 systemctl stop docker.socket docker.service || say "warning: systemctl stop docker failed"
+    else
+        local pid
+        pid=$("${SUDO[@]}" cat "$WORK/dockerd.pid" 2>/dev/null || true)
+        if [ -n "$pid" ]; then
+            say "stopping the Docker daemon this test started (pid $pid)"
+            "${SUDO[@]}" kill -TERM "$pid" 2>/dev/null || true
+            for _ in $(seq 300); do
+                "${SUDO[@]}" kill -0 "$pid" 2>/dev/null || break
+                sleep 0.1
+            done
+            if "${SUDO[@]}" kill -0 "$pid" 2>/dev/null; then
+                say "warning: dockerd (pid $pid) still running 30 s after SIGTERM; killing it"
+                "${SUDO[@]}" kill -KILL "$pid" 2>/dev/null || true
+            fi
+        fi
+        wait 2>/dev/null || true
+    fi
+    dockerd_started=
+}
+
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    if [ -n "$keep" ] && [ "$rc" = 0 ]; then
+        say "--keep: the stack stays up (project $PROJECT, sources in $SRC); take it down with:"
+        say "  cd $SRC && ${DPRIV[*]} env ${compose_env[*]} ${COMPOSE[*]} -p $PROJECT -f docker-compose.yml -f deploy/compose.test.yml down -v"
+        [ -z "$dockerd_started" ] || say "  and stop the Docker daemon the test started ($dockerd_started${dockerd_pid:+, pid $dockerd_pid})"
+        exit 0
+    fi
+    if [ -n "$stack_up" ]; then
+        say "tearing down project $PROJECT"
+        compose_t 180 down -v --remove-orphans -t 20 >"$WORK/down.log" 2>&1 ||
+            { cat "$WORK/down.log" >&2; say "warning: compose down failed"; rc=1; }
+        stack_up=
+    fi
+    stop_daemon
+    "${SUDO[@]}" rm -rf "$WORK"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- 1. packages, daemon, compose ----------------------------------------------------------------
+
+apt_updated=
+apt_install() {
+    say "installing $*"
+    if [ -z "$apt_updated" ]; then
+        "${SUDO[@]}" timeout 600 apt-get update -q >"$WORK/apt.log" 2>&1 ||
+            { tail -n 20 "$WORK/apt.log" >&2; die "apt-get update failed"; }
+        apt_updated=1
+    fi
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive timeout 1200 \
+        apt-get install -y -q --no-install-recommends "$@" >>"$WORK/apt.log" 2>&1 ||
+        { tail -n 20 "$WORK/apt.log" >&2; die "apt-get install $* failed"; }
+}
+# sbin_tool NAME: the path of NAME, also where a normal user's PATH lacks /usr/sbin; empty if none.
+sbin_tool() { command -v "$1" 2>/dev/null || { [ ! -x "/usr/sbin/$1" ] || echo "/usr/sbin/$1"; }; }
+
+phase "docker daemon and compose"
+if ! command -v docker >/dev/null 2>&1 || [ -z "$(sbin_tool dockerd)" ]; then
+    apt_install docker.io
+fi
+
+# docker_ok PREFIX...: the daemon answers `PREFIX docker info`.
+docker_ok() { timeout 20 "$@" docker info >/dev/null 2>&1; }
+pick_docker() {
+    if docker_ok; then
+        DPRIV=()
+    elif [ ${#SUDO[@]} -gt 0 ] && docker_ok "${SUDO[@]}"; then
+        DPRIV=("${SUDO[@]}")
+    else
+        return 1
+    fi
+    DOCKER=("${DPRIV[@]}" docker)
+}
+dockerd_pid=
+if ! pick_docker; then
+    if [ -d /run/systemd/system ] && "${SUDO[@]}" systemctl cat docker.service >/dev/null 2>&1; then
+        say "starting the Docker daemon (systemctl start docker)"
+        "${SUDO[@]}" timeout 120 systemctl start docker.service || die "systemctl start docker failed"
+        dockerd_started=systemd
+    else
+        say "starting the Docker daemon ($(sbin_tool dockerd); log in the work directory)"
+        "${SUDO[@]}" "$(sbin_tool dockerd)" --pidfile "$WORK/dockerd.pid" >"$WORK/dockerd.log" 2>&1 &
+        dockerd_started=dockerd
+    fi
+    deadline=$((SECONDS + 90))
+    until pick_docker; do
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            [ ! -f "$WORK/dockerd.log" ] || tail -n 30 "$WORK/dockerd.log" >&2
+            die "the Docker daemon did not answer within 90 s"
+        fi
+        sleep 1
+    done
+    [ "$dockerd_started" != dockerd ] || dockerd_pid=$("${SUDO[@]}" cat "$WORK/dockerd.pid" 2>/dev/null || true)
+fi
+client_version=$("${DOCKER[@]}" version --format '{{.Client.Version}}' 2>/dev/null || echo '?')
+say "docker: client $client_version, daemon $("${DOCKER[@]}" version --format '{{.Server.Version}}' 2>/dev/null || echo '?')"
+
+if [ -n "${HEADERD_COMPOSE:-}" ]; then
+    read -r -a COMPOSE <<<"$HEADERD_COMPOSE"
+elif timeout 20 "${DOCKER[@]}" compose version >/dev/null 2>&1; then
+    COMPOSE=(docker compose)
+else
+    command -v docker-compose >/dev/null 2>&1 || apt_install docker-compose
+    COMPOSE=(docker-compose)
+fi
+# (All of the output, then its first line: `| head -n 1` could end the command with SIGPIPE.)
+compose_version=$(timeout 60 "${DPRIV[@]}" "${COMPOSE[@]}" version 2>/dev/null) ||
+    die "'${COMPOSE[*]} version' failed; install docker-compose or the Compose v2 plugin"
+say "compose: ${COMPOSE[*]} (${compose_version%%$'\n'*})"
+
+# BuildKit when the client has it (built into docker.io 20.10; the buildx plugin from 23 on), the
+# legacy builder otherwise: deploy/Dockerfile works with both.
+client_major=${client_version%%.*}
+if [[ $client_major =~ ^[0-9]+$ ]] && [ "$client_major" -lt 23 ]; then
+    buildkit=1
+elif timeout 20 "${DOCKER[@]}" buildx version >/dev/null 2>&1; then
+    buildkit=1
+else
+    buildkit=0
+fi
+say "image builds use $([ "$buildkit" = 1 ] && echo BuildKit || echo 'the legacy builder')"
+done_phase
+
+# --- 2. the base image ---------------------------------------------------------------------------
+
+phase "base image $BASE_IMAGE"
+old_base=$("${DOCKER[@]}" image inspect -f '{{.Id}}' "$BASE_IMAGE" 2>/dev/null || true)
+if [ -z "$rebuild_base" ] && [ -n "$old_base" ]; then
+    say "reusing $BASE_IMAGE (created $("${DOCKER[@]}" image inspect -f '{{.Created}}' "$BASE_IMAGE"); --rebuild-base makes it again)"
+else
+    [ -n "$(sbin_tool debootstrap)" ] || apt_install debootstrap
+    rootfs=$WORK/rootfs
+    say "debootstrap --variant=minbase bookworm from $MIRROR (log in the work directory)"
+    "${SUDO[@]}" nice -n "$NICE" timeout 1800 "$(sbin_tool debootstrap)" --variant=minbase bookworm "$rootfs" "$MIRROR" \
+        >"$WORK/debootstrap.log" 2>&1 || { tail -n 30 "$WORK/debootstrap.log" >&2; die "debootstrap failed"; }
+    # What debian:bookworm-slim has as well: the updates and security suites, and no service
+    # starting inside a build (policy-rc.d). Nothing of this machine stays in the image: no apt
+    # lists or caches, no resolv.conf, no host name.
+    # shellcheck disable=SC2016 # expanded by the inner bash
+    "${SUDO[@]}" bash -euo pipefail -c '
+        r=$1
+        rm -f "$r/etc/apt/sources.list"
+        printf "%s\n" "Types: deb" "URIs: $2" "Suites: bookworm bookworm-updates" "Components: main" \
+            "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" "" \
+            "Types: deb" "URIs: $3" "Suites: bookworm-security" "Components: main" \
+            "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" >"$r/etc/apt/sources.list.d/debian.sources"
+        printf "#!/bin/sh\nexit 101\n" >"$r/usr/sbin/policy-rc.d"
+        chmod 0755 "$r/usr/sbin/policy-rc.d"
+        rm -rf "$r"/var/lib/apt/lists/* "$r"/var/cache/apt/*.bin "$r"/var/cache/apt/archives/*.deb "$r"/var/log/*.log
+        : >"$r/etc/resolv.conf"
+        : >"$r/etc/hostname"
+    ' _ "$rootfs" "$MIRROR" "$SECURITY_MIRROR"
+    "${SUDO[@]}" tar -C "$rootfs" -c . |
+        "${DOCKER[@]}" import --change 'CMD ["bash"]' \
+            --message "Debian 12 minbase (debootstrap) for tests/compose_test.sh" - "$BASE_IMAGE" >/dev/null ||
+        die "docker import of the debootstrapped tree failed"
+    "${SUDO[@]}" rm -rf "$rootfs"
+    # The image it replaces goes, unless images built on it still hold it.
+    [ -z "$old_base" ] || "${DOCKER[@]}" image rm "$old_base" >/dev/null 2>&1 || true
+    say "made $BASE_IMAGE ($("${DOCKER[@]}" image inspect -f '{{.Size}}' "$BASE_IMAGE") bytes)"
+fi
+done_phase
+
+# --- 3. the images -------------------------------------------------------------------------------
+
+phase "images $HEADERD_IMAGE and $PROMETHEUS_IMAGE"
+# A snapshot of the sources: the tracked and untracked-but-not-ignored files of the working tree
+# (what a checkout with your changes holds; no build trees), or commit --ref. The stack runs from
+# it too, so edits made meanwhile do not mix into the run.
+mkdir -p "$SRC"
+if [ -n "$ref" ]; then
+    commit=$(git -C "$ROOT" rev-parse --short=12 "$ref^{commit}") || die "--ref $ref is not a commit"
+    git -C "$ROOT" archive --format=tar "$commit" | tar -C "$SRC" -xf - || die "git archive $commit failed"
+    say "sources: commit $commit"
+else
+    commit=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+    (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard |
+        while IFS= read -r -d '' f; do [ ! -e "$f" ] || printf '%s\0' "$f"; done |
+        tar --null -T - -cf -) | tar -C "$SRC" -xf - || die "copying the working tree failed"
+    say "sources: working tree at $commit$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo ' with local changes')"
+fi
+for f in deploy/Dockerfile deploy/compose.test.yml deploy/prometheus.Dockerfile docker-compose.yml; do
+    [ -f "$SRC/$f" ] || die "the sources lack $f"
+done
+
+# build TAG LOG DOCKER-BUILD-ARG...: docker build with a bound; drops the image the tag had before.
+build() {
+    local tag=$1 log=$2 old new t0=$SECONDS
+    shift 2
+    old=$("${DOCKER[@]}" image inspect -f '{{.Id}}' "$tag" 2>/dev/null || true)
+    if ! "${DPRIV[@]}" env DOCKER_BUILDKIT="$buildkit" timeout 3600 docker build --network host \
+        --build-arg BASE_IMAGE="$BASE_IMAGE" -t "$tag" "$@" >"$log" 2>&1; then
+        tail -n 60 "$log" >&2
+        die "building $tag failed (last lines above)"
+    fi
+    new=$("${DOCKER[@]}" image inspect -f '{{.Id}}' "$tag")
+    if [ -n "$old" ] && [ "$old" != "$new" ]; then
+        "${DOCKER[@]}" image rm "$old" >/dev/null 2>&1 || true
+    fi
+    say "built $tag in $((SECONDS - t0)) s"
+}
+build "$HEADERD_IMAGE" "$WORK/build-headerd.log" -f "$SRC/deploy/Dockerfile" \
+    --build-arg HEADERD_COMMIT="$commit" --build-arg HEADERD_BUILD_NICE="$NICE" "$SRC"
+build "$PROMETHEUS_IMAGE" "$WORK/build-prometheus.log" - <"$SRC/deploy/prometheus.Dockerfile"
+
+# The client service runs `headerd load`: a binary without it cannot pass. (The binary itself is
+# asked: the entrypoint's own `load` mode would wait for an enode file.)
+"${DOCKER[@]}" run --rm --network none --entrypoint headerd "$HEADERD_IMAGE" load --help >/dev/null 2>&1 ||
+    die "the headerd in $HEADERD_IMAGE has no working 'load' command (headerd load --help fails)"
+done_phase
+
+# --- 4. the stack --------------------------------------------------------------------------------
+
+phase "stack up"
+# A free TCP port on this machine below the kernel's ephemeral range (as scripts/monitor.sh does).
+picked=" "
+free_port() {
+    local low used p hex
+    read -r low _ </proc/sys/net/ipv4/ip_local_port_range || low=32768
+    [ "$low" -gt 20000 ] || low=32768
+    used=$(awk 'NR > 1 { split($2, a, ":"); print a[2] }' /proc/net/tcp /proc/net/tcp6 2>/dev/null || true)
+    for _ in $(seq 500); do
+        p=$((20000 + RANDOM % (low - 20000)))
+        printf -v hex '%04X' "$p"
+        if ! grep -qx "$hex" <<<"$used" && [[ $picked != *" $p "* ]]; then
+            picked+="$p "
+            printf -v "$1" '%s' "$p"
+            return 0
+        fi
+    done
+    die "no free TCP port found between 20000 and $low"
+}
+free_port p2p_port
+free_port metrics_port
+free_port load_port
+free_port prom_port
+free_port grafana_port
+compose_env=(
+    HEADERD_P2P_PORT="$p2p_port" HEADERD_METRICS_PORT="$metrics_port" HEADERD_LOAD_METRICS_PORT="$load_port"
+    PROMETHEUS_PORT="$prom_port" GRAFANA_PORT="$grafana_port"
+)
+
+# Leftovers of an interrupted earlier run go first.
+compose_t 180 down -v --remove-orphans -t 5 >"$WORK/down-before.log" 2>&1 ||
+    { cat "$WORK/down-before.log" >&2; die "removing what an earlier run left failed"; }
+stack_up=1
+
+# diagnostics: state and logs of every container of the project (on failure).
+diagnostics() {
+    local c
+    say "=== compose ps"
+    compose ps -a >&2 2>&1 || compose ps >&2 2>&1 || true
+    for c in $("${DOCKER[@]}" ps -aq --filter "label=com.docker.compose.project=$PROJECT" 2>/dev/null); do
+        say "=== $("${DOCKER[@]}" inspect -f '{{.Name}} {{.State.Status}} exit={{.State.ExitCode}} health={{if .State.Health}}{{.State.Health.Status}}{{else}}-{{end}}' "$c" 2>/dev/null): last 80 log lines"
+        "${DOCKER[@]}" logs --tail 80 "$c" >&2 2>&1 || true
+    done
+    if [ -n "${prom_port:-}" ]; then
+        say "=== prometheus targets"
+        http_body "$prom_port" /api/v1/targets 2>/dev/null | grep -o '"scrapeUrl":"[^"]*"\|"health":"[^"]*"\|"lastError":"[^"]*"' >&2 || true
+    fi
+}
+fail() {
+    say "FAIL: $*"
+    diagnostics
+    exit 1
+}
+
+if ! compose_t "$timeout_s" up -d --no-build >"$WORK/up.log" 2>&1; then
+    cat "$WORK/up.log" >&2
+    fail "compose up failed or took longer than $timeout_s s"
+fi
+say "up: headerd, client, prometheus (devp2p 127.0.0.1:$p2p_port, metrics :$metrics_port, load metrics :$load_port, prometheus :$prom_port)"
+
+container() {
+    local ids
+    ids=$(compose ps -q "$1" 2>/dev/null) || true
+    printf '%s\n' "${ids%%$'\n'*}"
+}
+state() { "${DOCKER[@]}" inspect -f "$2" "$1" 2>/dev/null || echo gone; }
+
+# http PORT PATH -> the body of a 200 reply from 127.0.0.1:PORT (bash's /dev/tcp, HTTP/1.0).
+http_body() {
+    local reply
+    reply=$( (exec 3<>"/dev/tcp/127.0.0.1/$1" &&
+        printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1:%s\r\nConnection: close\r\n\r\n' "$2" "$1" >&3 &&
+        timeout 10 cat <&3) 2>/dev/null) || return 1
+    [[ ${reply%%$'\n'*} =~ ^HTTP/1\.[01]\ 200 ]] || return 1
+    printf '%s' "${reply#*$'\r\n\r\n'}"
+}
+urlencode() {
+    local LC_ALL=C s=$1 out='' c h i
+    for ((i = 0; i < ${#s}; i++)); do
+        c=${s:i:1}
+        case $c in
+            [a-zA-Z0-9._~-]) out+=$c ;;
+            *) printf -v h '%%%02X' "'$c" && out+=$h ;;
+        esac
+    done
+    printf '%s' "$out"
+}
+promql() { http_body "$prom_port" "/api/v1/query?query=$(urlencode "$1")"; }
+# values JSON -> the sample values of an instant vector answer, one per line.
+values() { grep -o '"value":\[[^]]*\]' <<<"$1" | sed 's/.*,"\([^"]*\)"\]$/\1/' || true; }
+
+# wait_until WHAT CONDITION...: polls every second for at most --timeout seconds; fails with the
+# diagnostics when time runs out or a container of the project has stopped.
+wait_until() {
+    local what=$1 deadline=$((SECONDS + timeout_s)) c s
+    shift
+    until "$@"; do
+        for c in $("${DOCKER[@]}" ps -aq --filter "label=com.docker.compose.project=$PROJECT"); do
+            s=$(state "$c" '{{.State.Status}}')
+            [ "$s" = running ] || fail "$what: container $(state "$c" '{{.Name}}') is $s"
+        done
+        [ "$SECONDS" -lt "$deadline" ] || fail "$what: not within $timeout_s s"
+        sleep 1
+    done
+}
+
+headerd_c=$(container headerd)
+client_c=$(container client)
+prom_c=$(container prometheus)
+if [ -z "$headerd_c" ] || [ -z "$client_c" ] || [ -z "$prom_c" ]; then
+    fail "compose ps does not list headerd, client and prometheus"
+fi
+[ -z "$(container grafana)" ] || fail "grafana was started; deploy/compose.test.yml should leave it out"
+healthy() { [ "$(state "$1" '{{if .State.Health}}{{.State.Health.Status}}{{end}}')" = healthy ]; }
+wait_until "headerd healthy" healthy "$headerd_c"
+wait_until "load generator healthy (/metrics on :6061)" healthy "$client_c"
+done_phase
+
+# --- 5. checks -----------------------------------------------------------------------------------
+
+phase "checks"
+# Published ports are on 127.0.0.1 only.
+for c in "$headerd_c" "$client_c" "$prom_c"; do
+    # shellcheck disable=SC2016 # a Go template
+    bindings=$(state "$c" '{{range $p, $b := .NetworkSettings.Ports}}{{range $b}}{{.HostIp}} {{end}}{{end}}')
+    for ip in $bindings; do
+        [ "$ip" = 127.0.0.1 ] || fail "$(state "$c" '{{.Name}}') publishes a port on $ip, not 127.0.0.1"
+    done
+done
+say "ok: every published port is on 127.0.0.1"
+
+health=$(http_body "$metrics_port" /healthz) || fail "headerd /healthz on 127.0.0.1:$metrics_port does not answer 200"
+[[ $health == ok\ head=8191* ]] || fail "headerd /healthz says '$health', expected 'ok head=8191 ...'"
+say "ok: headerd /healthz through the published port: $health"
+
+# One GetBlockHeaders from the host's side through the published devp2p port.
+enode=$("${DOCKER[@]}" exec "$headerd_c" cat /data/enode) || fail "no enode file in the headerd container"
+peer="${enode%@*}@127.0.0.1:$p2p_port"
+got=$("${DOCKER[@]}" run --rm --network host "$HEADERD_IMAGE" get --peer "$peer" --origin 8000 --amount 192 \
+    --timeout 20 2>"$WORK/get.err" | wc -l) || true
+[ "$got" = 192 ] || { cat "$WORK/get.err" >&2; fail "headerd get through 127.0.0.1:$p2p_port returned $got headers, not 192"; }
+say "ok: headerd get through the published devp2p port: 192 headers"
+
+prom_ready() { http_body "$prom_port" /-/ready >/dev/null; }
+wait_until "prometheus ready" prom_ready
+# up_is JOB: Prometheus's last scrape of JOB succeeded.
+up_is() { [ "$(values "$(promql "up{job=\"$1\"}")")" = 1 ]; }
+wait_until "prometheus scrapes headerd (up{job=\"headerd\"} == 1)" up_is headerd
+say "ok: up{job=\"headerd\"} == 1"
+
+# non_empty EXPR: the instant query answers at least one sample with a number (not NaN).
+non_empty() {
+    local v
+    v=$(values "$(promql "$1")")
+    [ -n "$v" ] && grep -qvx 'NaN' <<<"$v"
+}
+served='sum(rate(headerd_headers_served_total{job="headerd"}[1m])) > 0'
+wait_until "headerd serves the client's requests ($served)" non_empty "$served"
+serve_q='histogram_quantile(0.99, sum by (le, code) (rate(headerd_p2p_serve_seconds_bucket{job="headerd",code="0x03"}[1m])))'
+wait_until "serve time p99 of GetBlockHeaders through PromQL" non_empty "$serve_q"
+say "ok: headerd serves $(values "$(promql "$served")") headers/s; p99 serve time $(values "$(promql "$serve_q")") s"
+
+wait_until "prometheus scrapes the load generator (up{job=\"headerd_load\"} == 1)" up_is headerd_load
+say "ok: up{job=\"headerd_load\"} == 1"
+rtt_q='histogram_quantile(0.99, sum by (le, profile) (rate(headerd_load_request_seconds_bucket[1m])))'
+wait_until "client RTT p99 per profile through PromQL" non_empty "$rtt_q"
+rtt=$(promql "$rtt_q")
+say "ok: client RTT p99 per profile: $(grep -o '"profile":"[^"]*"},"value":\[[^]]*\]' <<<"$rtt" |
+    sed 's/"profile":"\([^"]*\)"},"value":\[[^,]*,"\([^"]*\)"\]/\1 \2 s/' | paste -sd, -)"
+rate_q='sum(rate(headerd_load_requests_total[1m])) > 0'
+non_empty "$rate_q" || fail "no load requests per second ($rate_q is empty)"
+say "ok: load generator: $(values "$(promql "$rate_q")") requests/s"
+
+# Every expression of the Grafana dashboard, with its variables as Grafana would set them.
+dashboard=$SRC/deploy/grafana/dashboards/headerd.json
+n=0
+while IFS= read -r e; do
+    q=${e//\$__rate_interval/1m}
+    q=${q//\$\{instance\}/.*}
+    q=${q//\$instance/.*}
+    [[ $q != *'$'* ]] || fail "dashboard expression with a variable this test does not know: $e"
+    answer=$(promql "$q") || fail "Prometheus refused dashboard expression: $q"
+    grep -q '"status":"success"' <<<"$answer" || fail "dashboard expression failed: $q -> $answer"
+    if [[ $q == *headerd_load_request_seconds* ]]; then
+        grep -q '"result":\[{' <<<"$answer" || fail "load RTT panel expression returns no data under load: $q"
+    fi
+    n=$((n + 1))
+done < <(grep -o '"expr": *"\([^"\\]\|\\.\)*"' "$dashboard" | sed 's/^"expr": *"//; s/"$//; s/\\"/"/g; s/\\\\/\\/g')
+[ "$n" -ge 10 ] || fail "read only $n expressions from the dashboard"
+say "ok: prometheus accepts all $n Grafana dashboard expressions; the client RTT panel has data"
+
+# Still running after all that: nothing crashed or restarted.
+for c in "$headerd_c" "$client_c" "$prom_c"; do
+    [ "$(state "$c" '{{.State.Status}} {{.RestartCount}}')" = "running 0" ] ||
+        fail "$(state "$c" '{{.Name}}') is $(state "$c" '{{.State.Status}}') after the checks"
+done
+done_phase
+
+# --- 6. teardown ---------------------------------------------------------------------------------
+
+summary() {
+    local out
+    out=$(printf '%s; ' "${durations[@]}")
+    printf '%s' "${out%; }"
+}
+if [ -n "$keep" ]; then
+    say "PASS (stack kept) in $((SECONDS - t_total)) s ($(summary))"
+    exit 0
+fi
+phase "teardown"
+# SIGTERM ends every service cleanly: headerd serve and headerd load exit 0, Prometheus too.
+compose_t 120 stop -t 30 >"$WORK/stop.log" 2>&1 || { cat "$WORK/stop.log" >&2; fail "compose stop failed"; }
+for c in "$client_c" "$headerd_c" "$prom_c"; do
+    [ "$(state "$c" '{{.State.Status}} {{.State.ExitCode}}')" = "exited 0" ] ||
+        fail "$(state "$c" '{{.Name}}') did not stop cleanly on SIGTERM: $(state "$c" '{{.State.Status}}, exit code {{.State.ExitCode}}')"
+done
+say "ok: SIGTERM stops headerd, the load generator and prometheus with exit code 0"
+compose_t 180 down -v --remove-orphans -t 20 >"$WORK/down.log" 2>&1 ||
+    { cat "$WORK/down.log" >&2; die "compose down failed"; }
+stack_up=
+left=$("${DOCKER[@]}" ps -aq --filter "label=com.docker.compose.project=$PROJECT")
+left+=$("${DOCKER[@]}" volume ls -q --filter "label=com.docker.compose.project=$PROJECT")
+left+=$("${DOCKER[@]}" network ls -q --filter "label=com.docker.compose.project=$PROJECT")
+[ -z "$left" ] || die "compose down left containers, volumes or networks of project $PROJECT: $left"
+say "ok: no container, volume or network of project $PROJECT left"
+done_phase
+stop_daemon
+say "PASS in $((SECONDS - t_total)) s ($(summary))"
