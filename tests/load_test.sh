@@ -12,7 +12,8 @@ D=$WORK/d
 "$HEADERD" freeze --datadir "$D" --keep 1000 >/dev/null 2>&1
 "$HEADERD" serve --datadir "$D" --listen 127.0.0.1:0 --workers 2 >/dev/null 2>"$WORK/serve.err" &
 SERVE_PID=$!
-trap 'kill "$SERVE_PID" 2>/dev/null || true; [ -n "${JS_PID:-}" ] && kill "$JS_PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
+# On exit, whatever is still running is stopped for good before the wait.
+trap 'kill -9 "$SERVE_PID" ${JS_PID:-} ${LOAD_PID:-} 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
 for _ in $(seq 100); do
     [ -s "$D/enode" ] && break
     sleep 0.1
@@ -80,6 +81,18 @@ expect_fail "reference datadir held by serve" "in use" "$HEADERD" load --peer "$
 py "$WORK/k.json" 'r["totals"]["requests"] == 50 and r["verified"]'
 echo "ok: --requests 50 sends 50 requests"
 
+# Open loop: a rate the server keeps up with is met; one it cannot reach reports the shortfall, and
+# its latency, counted from each request's intended send time, shows the queue (no coordinated
+# omission).
+"$HEADERD" load --peer "$ENODE" --clients 4 --duration 3 --rate 200 --profile nethermind --json "$WORK/open.json" \
+    --verbosity 1 >/dev/null 2>&1 || fail "load --rate 200"
+py "$WORK/open.json" 'r["mode"]["loop"] == "open" and r["mode"]["target_rate"] == 200 and r["verified"]'
+py "$WORK/open.json" 'abs(r["mode"]["achieved_rate"] - 200) < 30 and r["mode"]["shortfall"] < 0.15'
+"$HEADERD" load --peer "$ENODE" --clients 1 --depth 1 --duration 2 --rate 100000 --profile reth \
+    --json "$WORK/short.json" --verbosity 1 >/dev/null 2>&1 || fail "load --rate 100000"
+py "$WORK/short.json" 'r["mode"]["shortfall"] > 0.5 and r["totals"]["rtt_ms"]["p99"] > 500'
+echo "ok: --rate 200 is met ($(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["mode"]["achieved_rate"], 1))' "$WORK/open.json")/s); --rate 100000 from one client reports its shortfall and queueing latency"
+
 # An unreachable server: connection failures are counted and retried, never fatal.
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 DEAD=${ENODE%@*}@127.0.0.1:$PORT
@@ -97,13 +110,15 @@ metrics=""
 for _ in $(seq 50); do
     sleep 0.2
     metrics=$(curl -fsS "http://127.0.0.1:$MPORT/metrics" 2>/dev/null || true)
-    printf '%s' "$metrics" | grep -q 'headerd_load_request_seconds_count{profile="[a-z-]*"} [1-9]' && break
+    printf '%s' "$metrics" | grep -q 'headerd_load_request_seconds_count{profile="[a-z-]*"} [1-9]' &&
+        printf '%s' "$metrics" | grep -q '^headerd_load_clients_connected 4' && break
 done
 printf '%s' "$metrics" | grep -q 'headerd_load_request_seconds_bucket{le="[0-9.e+-]*",profile="' ||
     printf '%s' "$metrics" | grep -q 'headerd_load_request_seconds_bucket{profile="' || fail "no RTT histogram on /metrics"
 printf '%s' "$metrics" | grep -q '^headerd_load_clients_connected 4' || fail "clients_connected is not 4"
 kill -INT "$LOAD_PID"
 wait "$LOAD_PID" || fail "load exited $? after SIGINT"
+LOAD_PID=
 py "$WORK/int.json" 'r["interrupted"] is True and r["verified"] is True'
 echo "ok: --metrics serves the client RTT histogram; SIGINT ends the run with a verified report"
 
