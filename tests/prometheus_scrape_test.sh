@@ -343,4 +343,28 @@ for p in $HEADERD_PID $PROMETHEUS_PID; do
     kill -0 "$p" 2>/dev/null && fail "process $p outlived monitor.sh -- CMD"
 done
 echo "ok: monitor.sh -- CMD runs the command with the stack up, keeps its exit status, stops both"
+
+# The load generator scraped too (monitor.sh --load, as compose's client): Prometheus has
+# up{job="headerd_load"} == 1 and the client-side RTT quantiles per profile through
+# histogram_quantile over headerd load's buckets.
+rc=0
+"$MONITOR" --headerd "$HEADERD" --datadir "$D" --listen 127.0.0.1:0 --metrics-port 0 --prometheus-port 0 \
+    --load --load-clients 8 --load-metrics-port 0 --timeout 60 -- python3 -c '
+import json, os, sys, time, urllib.parse, urllib.request
+url = os.environ["PROMETHEUS_URL"]
+def query(q):
+    with urllib.request.urlopen(url + "/api/v1/query?query=" + urllib.parse.quote(q), timeout=10) as r:
+        return json.load(r)["data"]["result"]
+q = "histogram_quantile(0.99, sum by (le, profile) (rate(headerd_load_request_seconds_bucket[1m])))"
+for _ in range(90):
+    up = query("up{job=\"headerd_load\"}")
+    got = [r for r in query(q) if r["value"][1] not in ("NaN", "+Inf")]
+    if up and up[0]["value"][1] == "1" and len(got) >= 3:
+        print(" ".join("%s=%.1fms" % (r["metric"]["profile"], float(r["value"][1]) * 1000) for r in got))
+        sys.exit(0)
+    time.sleep(1)
+print("no client RTT quantiles from Prometheus: up=%s quantiles=%s" % (up, got), file=sys.stderr)
+sys.exit(5)' >"$WORK/load-quantiles.out" 2>"$WORK/monitor3.err" || rc=$?
+[ "$rc" = 0 ] || { cat "$WORK/monitor3.err" >&2; fail "monitor.sh --load: the load generator's RTT did not reach Prometheus ($rc)"; }
+echo "ok: Prometheus scrapes headerd load: client p99 per profile through histogram_quantile: $(cat "$WORK/load-quantiles.out")"
 echo PASS
