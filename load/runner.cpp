@@ -245,6 +245,8 @@ asio::awaitable<bool> Runner::Impl::connect(Client& c) {
         options.limits = cfg.limits;
         options.max_in_flight = std::max<size_t>(16, cfg.depth.value_or(c.spec->depth));
         options.drop_on_stale = false;
+        // With a reference chain every header is compared byte for byte, which decoding adds nothing to.
+        options.check_headers = cfg.reference == nullptr;
         c.session = co_await p2p::ClientSession::connect(*c.peer, c.local, options);
     } catch (const p2p::PeerError& e) {
         error = e.what();

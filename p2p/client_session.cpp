@@ -238,8 +238,10 @@ void ClientSession::on_response(uint64_t code, ByteView payload) {
     if (it == waiters_.end()) return;  // tracked only through request(); cannot happen
     auto reply = eth::BlockHeadersMessage::decode(payload);
     if (!reply) throw_peer_error(reply.error(), "BlockHeaders");
-    for (ByteView h : reply->headers) {
-        if (auto d = decode_block_header(h); !d) throw_peer_error(d.error(), "BlockHeaders: invalid header");
+    if (options_.check_headers) {
+        for (ByteView h : reply->headers) {
+            if (auto d = decode_block_header(h); !d) throw_peer_error(d.error(), "BlockHeaders: invalid header");
+        }
     }
     capacity_.update(kRequestCode, *rtt, reply->headers.size());  // kinds are request codes
     ++stats_.replies;

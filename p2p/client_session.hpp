@@ -45,10 +45,15 @@ struct ClientOptions {
     // stale either way. true: it also ends the session, as geth does (kUnexpectedMessage); false:
     // it is dropped, for load tools that keep talking to a slow server.
     bool drop_on_stale{true};
+    // Whether every header of a reply is decoded in full before it is handed over (a header that
+    // does not decode ends the session as a bad message). A caller that compares the headers with
+    // a chain of its own byte for byte (headerd load --chain) may skip it.
+    bool check_headers{true};
 };
 
-// One verified BlockHeaders reply: every header is a well-formed header RLP list (not checked
-// against the request; callers verify numbers and links).
+// One verified BlockHeaders reply: every header is a well-formed header RLP list unless
+// ClientOptions::check_headers is off (not checked against the request; callers verify numbers and
+// links).
 struct HeadersReply {
     uint64_t request_id{0};
     Bytes payload;                  // the reply message as received
