@@ -287,7 +287,13 @@ asio::awaitable<bool> Runner::Impl::learn_head(Client& c) {
         ++c.shard->profiles[c.profile].requests;
         ++c.shard->interval.requests;
     }
+    ProfileMeters* meters = cfg.metrics != nullptr ? &cfg.metrics->profile(c.profile) : nullptr;
+    if (meters != nullptr) meters->requests->Increment();
     auto r = co_await c.session->request(p.request, cfg.timeout.value_or(c.spec->timeout));
+    if (r && meters != nullptr) {
+        meters->rtt->Observe(std::chrono::duration<double>(r->rtt).count());
+        meters->headers->Increment(static_cast<double>(r->headers.size()));
+    }
     if (r) {
         std::lock_guard lock(c.shard->mu);
         ProfileStats& s = c.shard->profiles[c.profile];
@@ -585,15 +591,17 @@ RunResult Runner::run(const std::function<void(const StatusLine&)>& on_second) {
     };
     uint64_t errors_total = 0;
     auto next_tick = m.start + 1s;
-    const auto end = cfg.duration > Clock::duration::zero() ? std::optional(m.start + cfg.duration) : std::nullopt;
+    // The end of the counted window; none (max) for a run until stopped or --requests.
+    const Clock::time_point end =
+        cfg.duration > Clock::duration::zero() ? m.start + cfg.duration : Clock::time_point::max();
     while (true) {
-        std::this_thread::sleep_until(std::min(next_tick, end.value_or(next_tick)));
+        std::this_thread::sleep_until(std::min(next_tick, end));
         const auto now = Clock::now();
         if (stop_requested_.load()) {
             out.interrupted = true;
             m.stopping.store(true);
         }
-        if (end && now >= *end) m.stopping.store(true);
+        if (now >= end) m.stopping.store(true);
         if (now >= next_tick || m.stopping.load()) {
             IntervalStats s = collect();
             TimelinePoint p;

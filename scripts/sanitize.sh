@@ -6,7 +6,7 @@
 #   scripts/sanitize.sh address    # AddressSanitizer + UBSan, in ./build-asan
 #
 # Only the test binaries of the code worker threads share are built: ancient/, db/, p2p/ (rlpx,
-# wire, eth, tracker and the server) and the in-process server suite tests/p2p_bad_input_test (plus
+# wire, eth, tracker and the server), load/ and the in-process server suite tests/p2p_bad_input_test (plus
 # HEADERD_SANITIZE_EXTRA_TESTS, space-separated target names), with HEADERD_SANITIZE_JOBS (default
 # 2) compile jobs. Reports go to BUILD_DIR/sanitizer-logs/ and fail the test that produced them;
 # suppressions, each with its reason, are in scripts/tsan.supp. docs/testing.md has more.
@@ -32,6 +32,11 @@ targets=(ancient_test db_test rlpx_test eth_test tracker_test p2p_test p2p_bad_i
 # p2p/wire is a newer library; older trees do not have its test binary.
 if ninja -C "$build_dir" -t targets all | grep -q '^wire_test:'; then
     targets+=(wire_test)
+fi
+# load/: the load generator's runner drives clients on several workers (its stats shards, atomics
+# and metrics), in process against a real server.
+if ninja -C "$build_dir" -t targets all | grep -q '^load_test:'; then
+    targets+=(load_test)
 fi
 # More test binaries by name (for example p2p_session_test, left out by default because some of its
 # assertions on timing do not hold at TSan's speed; docs/testing.md).
