@@ -489,7 +489,7 @@ asio::awaitable<void> Runner::Impl::client_main(std::shared_ptr<Client> c) {
             std::uniform_real_distribution<double> jitter(0.5, 1.5);
             co_await sleep_until(Clock::now() + std::chrono::duration_cast<Clock::duration>(backoff * jitter(c->rng)),
                                  stopping);
-            backoff = std::min<Clock::duration>(backoff * 2, 30s) == 30s ? 30s : backoff * 2;
+            backoff = std::min<std::chrono::seconds>(backoff * 2, 30s);
             continue;
         }
         backoff = 1s;
