@@ -8,9 +8,10 @@
 #     at the end);
 #  2. makes the base image headerd-test/debian:bookworm with debootstrap (Debian 12 minbase) and
 #     `docker import`, or reuses it when it exists;
-#  3. builds headerd-test/headerd:local from deploy/Dockerfile (BASE_IMAGE = that base) and
-#     headerd-test/prometheus:bookworm from deploy/prometheus.Dockerfile (Debian's package), both
-#     with --network host, from a snapshot of the working tree (or of --ref REV);
+#  3. builds headerd-test/headerd:local from deploy/Dockerfile (BASE_IMAGE = that base; its build
+#     stage tagged headerd-test/headerd-build:local) and headerd-test/prometheus:bookworm from
+#     deploy/prometheus.Dockerfile (Debian's package), all with --network host, from a snapshot of
+#     the working tree (or of --ref REV); the images a tag had before are removed;
 #  4. brings up headerd, client (the load generator) and prometheus with docker-compose.yml +
 #     deploy/compose.test.yml (no Grafana), every port on 127.0.0.1 on free ports;
 #  5. checks: headerd and the load generator healthy, /healthz and a `headerd get` through the
@@ -54,6 +55,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PROJECT=headerd-compose-test
 BASE_IMAGE=headerd-test/debian:bookworm
 HEADERD_IMAGE=headerd-test/headerd:local
+HEADERD_BUILD_STAGE=headerd-test/headerd-build:local
 PROMETHEUS_IMAGE=headerd-test/prometheus:bookworm
 MIRROR=${HEADERD_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SECURITY_MIRROR=${HEADERD_DEBIAN_SECURITY:-http://deb.debian.org/debian-security}
@@ -346,6 +348,11 @@ build() {
     fi
     say "built $tag in $((SECONDS - t0)) s"
 }
+# The build stage gets a tag of its own first: with the legacy builder its layers are images, and a
+# tag that moves on lets the previous run's build stage (about 1.4 GB) go as the final image's does,
+# instead of piling up untagged. (With BuildKit both builds share its cache.)
+build "$HEADERD_BUILD_STAGE" "$WORK/build-stage.log" --target build -f "$SRC/deploy/Dockerfile" \
+    --build-arg HEADERD_COMMIT="$commit" --build-arg HEADERD_BUILD_NICE="$NICE" "$SRC"
 build "$HEADERD_IMAGE" "$WORK/build-headerd.log" -f "$SRC/deploy/Dockerfile" \
     --build-arg HEADERD_COMMIT="$commit" --build-arg HEADERD_BUILD_NICE="$NICE" "$SRC"
 build "$PROMETHEUS_IMAGE" "$WORK/build-prometheus.log" - <"$SRC/deploy/prometheus.Dockerfile"
