@@ -110,12 +110,14 @@ metrics=""
 for _ in $(seq 50); do
     sleep 0.2
     metrics=$(curl -fsS "http://127.0.0.1:$MPORT/metrics" 2>/dev/null || true)
-    printf '%s' "$metrics" | grep -q 'headerd_load_request_seconds_count{profile="[a-z-]*"} [1-9]' &&
-        printf '%s' "$metrics" | grep -q '^headerd_load_clients_connected 4' && break
+    # Here-strings, not pipes: grep -q stops reading early, and a writer into a closed pipe fails
+    # the pipeline under pipefail.
+    grep -q 'headerd_load_request_seconds_count{profile="[a-z-]*"} [1-9]' <<<"$metrics" &&
+        grep -q '^headerd_load_clients_connected 4' <<<"$metrics" && break
 done
-printf '%s' "$metrics" | grep -q 'headerd_load_request_seconds_bucket{le="[0-9.e+-]*",profile="' ||
-    printf '%s' "$metrics" | grep -q 'headerd_load_request_seconds_bucket{profile="' || fail "no RTT histogram on /metrics"
-printf '%s' "$metrics" | grep -q '^headerd_load_clients_connected 4' || fail "clients_connected is not 4"
+grep -q 'headerd_load_request_seconds_bucket{le="[0-9.e+-]*",profile="' <<<"$metrics" ||
+    grep -q 'headerd_load_request_seconds_bucket{profile="' <<<"$metrics" || fail "no RTT histogram on /metrics"
+grep -q '^headerd_load_clients_connected 4' <<<"$metrics" || fail "clients_connected is not 4"
 kill -INT "$LOAD_PID"
 wait "$LOAD_PID" || fail "load exited $? after SIGINT"
 LOAD_PID=
