@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/json.hpp>
 
 #include "core/hex.hpp"
@@ -289,8 +290,8 @@ int cmd_load(int argc, char** argv) {
     const double cpu_used = cpu_seconds() - cpu_before;
     if (tty) std::fprintf(stderr, "\n");
     if (http) {
-        http->stop();
-        http_io.stop();
+        // HttpServer is used on its io thread only: stop it there, then its io runs out of work.
+        asio::post(http_io, [&http] { http->stop(); });
         http_thread.join();
     }
 
