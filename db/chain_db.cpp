@@ -71,29 +71,27 @@ void trim_to_bytes(ItemBuffer& out, size_t first, size_t max_bytes) {
 
 }  // namespace
 
-void reverse_items(ItemBuffer& out, size_t first) noexcept {
+void reverse_items(ItemBuffer& out, size_t first) {
     const size_t n = out.ends.size();
     if (n - first < 2) return;
     const size_t base = first == 0 ? 0 : out.ends[first - 1];
-    // Reversing all bytes of the segment puts the items in reverse order, each one mirrored;
-    // mirroring each item again restores its bytes. Item sizes are the old ones, reversed.
-    std::reverse(out.bytes.begin() + static_cast<ptrdiff_t>(base), out.bytes.end());
-    // Turn the end offsets into sizes, reverse them, and back into end offsets.
-    size_t prev = base;
-    for (size_t i = first; i < n; ++i) {
-        const size_t end = out.ends[i];
-        out.ends[i] = end - prev;
-        prev = end;
+    // Copy the items, last first, into per-thread scratch and back: two memcpy passes over the
+    // bytes. (Reversing the bytes twice in place, as before, went byte by byte and cost as much as
+    // the reply's keccak MAC on a 192-header reverse reply.)
+    thread_local Bytes bytes;
+    thread_local std::vector<size_t> ends;
+    bytes.resize(out.bytes.size() - base);
+    ends.resize(n - first);
+    size_t written = 0;
+    for (size_t i = n; i-- > first;) {
+        const size_t begin = i == first ? base : out.ends[i - 1];
+        const size_t size = out.ends[i] - begin;
+        std::memcpy(bytes.data() + written, out.bytes.data() + begin, size);
+        written += size;
+        ends[n - 1 - i] = base + written;
     }
-    std::reverse(out.ends.begin() + static_cast<ptrdiff_t>(first), out.ends.end());
-    size_t offset = base;
-    for (size_t i = first; i < n; ++i) {
-        const size_t begin = offset;
-        offset += out.ends[i];
-        std::reverse(out.bytes.begin() + static_cast<ptrdiff_t>(begin),
-                     out.bytes.begin() + static_cast<ptrdiff_t>(offset));
-        out.ends[i] = offset;
-    }
+    std::memcpy(out.bytes.data() + base, bytes.data(), written);
+    std::copy(ends.begin(), ends.end(), out.ends.begin() + static_cast<ptrdiff_t>(first));
 }
 
 struct ChainDb::Impl {

@@ -9,6 +9,7 @@
 #include "ancient/file_system.hpp"
 #include "core/block_header.hpp"
 #include "core/rlp.hpp"
+#include "tests/reference_chain.hpp"
 
 namespace headerd::db {
 namespace {
@@ -280,6 +281,22 @@ TEST(ReverseItems, ReversesOrderFromTheGivenItemAndKeepsBytes) {
     EXPECT_EQ(as_chars(b.item(0)), "bcd");
     EXPECT_EQ(as_chars(b.item(3)), "a");
     EXPECT_EQ(as_chars(ByteView{b.bytes}), "bcdefghija");
+}
+
+TEST(ReverseItems, MatchesANaiveReversalOnRealHeaders) {
+    // The mainnet headers of varying sizes, every split point: the same bytes as building the
+    // reversed buffer item by item.
+    const auto& chain = testing::reference_chain().headers;
+    for (size_t first : {size_t{0}, size_t{1}, size_t{7}, size_t{199}}) {
+        ItemBuffer b;
+        for (size_t i = 0; i < 200; ++i) b.push(chain[1000 + i * 13]);
+        ItemBuffer want;
+        for (size_t i = 0; i < first; ++i) want.push(b.item(i));
+        for (size_t i = b.size(); i-- > first;) want.push(b.item(i));
+        reverse_items(b, first);
+        EXPECT_EQ(b.bytes, want.bytes) << first;
+        EXPECT_EQ(b.ends, want.ends) << first;
+    }
 }
 
 }  // namespace
