@@ -56,18 +56,6 @@ std::string utc_now() {
     return buf;
 }
 
-Outcome<void> write_text(const std::string& path, const std::string& text) {
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-        if (!f) return make_error(fmt::format("cannot write {}", path));
-        f << text;
-        if (!f.flush()) return make_error(fmt::format("cannot write {}", path));
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) return make_error(fmt::format("cannot write {}", path));
-    return {};
-}
-
 double cpu_seconds() {
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
@@ -346,11 +334,13 @@ int cmd_load(int argc, char** argv) {
                     q("p99").c_str());
     }
     if (auto path = args->get("json")) {
-        if (auto r = write_text(*path, boost::json::serialize(report) + "\n"); !r) return fail(r.error().message);
+        if (auto r = p2p::write_file_atomic(*path, boost::json::serialize(report) + "\n", 0644); !r)
+            return fail(r.error().message);
         spdlog::info("Wrote the JSON report                    path={}", *path);
     }
     if (auto path = args->get("html")) {
-        if (auto r = write_text(*path, load::render_html_report(report)); !r) return fail(r.error().message);
+        if (auto r = p2p::write_file_atomic(*path, load::render_html_report(report), 0644); !r)
+            return fail(r.error().message);
         spdlog::info("Wrote the HTML report                    path={}", *path);
     }
     bool all = true;

@@ -17,6 +17,7 @@
 #include "node/cli.hpp"
 #include "node/commands.hpp"
 #include "node/common.hpp"
+#include "p2p/node_key.hpp"
 
 namespace headerd::node {
 namespace {
@@ -36,8 +37,7 @@ Outcome<std::string> read_text(const std::string& path) {
     return Outcome<std::string>(boost::system::in_place_value, std::move(text));
 }
 
-// Writes `text` to `path` whole or not at all: into a temporary file beside it, renamed over it.
-// "-" is standard output.
+// Writes `text` to `path` whole or not at all (p2p::write_file_atomic); "-" is standard output.
 Outcome<void> write_text(const std::string& path, const std::string& text) {
     if (path == "-") {
         if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
@@ -45,20 +45,7 @@ Outcome<void> write_text(const std::string& path, const std::string& text) {
         }
         return {};
     }
-    const std::string tmp = path + ".tmp";
-    const auto fail = [&](const char* what, int err) {
-        std::error_code ignored;
-        std::filesystem::remove(tmp, ignored);
-        return make_error(fmt::format("{}: cannot {} the page: {}", path, what, std::generic_category().message(err)));
-    };
-    File f(std::fopen(tmp.c_str(), "wb"), &std::fclose);
-    if (!f) return fail("write", errno);
-    if (std::fwrite(text.data(), 1, text.size(), f.get()) != text.size()) return fail("write", errno);
-    if (std::fclose(f.release()) != 0) return fail("write", errno);
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) return fail("rename", ec.value());
-    return {};
+    return p2p::write_file_atomic(path, text, 0644);
 }
 
 }  // namespace
