@@ -432,29 +432,10 @@ container() {
 }
 state() { "${DOCKER[@]}" inspect -f "$2" "$1" 2>/dev/null || echo gone; }
 
-# http PORT PATH -> the body of a 200 reply from 127.0.0.1:PORT (bash's /dev/tcp, HTTP/1.0).
-http_body() {
-    local reply
-    reply=$( (exec 3<>"/dev/tcp/127.0.0.1/$1" &&
-        printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1:%s\r\nConnection: close\r\n\r\n' "$2" "$1" >&3 &&
-        timeout 10 cat <&3) 2>/dev/null) || return 1
-    [[ ${reply%%$'\n'*} =~ ^HTTP/1\.[01]\ 200 ]] || return 1
-    printf '%s' "${reply#*$'\r\n\r\n'}"
-}
-urlencode() {
-    local LC_ALL=C s=$1 out='' c h i
-    for ((i = 0; i < ${#s}; i++)); do
-        c=${s:i:1}
-        case $c in
-            [a-zA-Z0-9._~-]) out+=$c ;;
-            *) printf -v h '%%%02X' "'$c" && out+=$h ;;
-        esac
-    done
-    printf '%s' "$out"
-}
+# http, http_body, urlencode, values
+# shellcheck source=tests/prom_http.sh
+source "$(dirname "${BASH_SOURCE[0]}")/prom_http.sh"
 promql() { http_body "$prom_port" "/api/v1/query?query=$(urlencode "$1")"; }
-# values JSON -> the sample values of an instant vector answer, one per line.
-values() { grep -o '"value":\[[^]]*\]' <<<"$1" | sed 's/.*,"\([^"]*\)"\]$/\1/' || true; }
 
 # wait_until WHAT CONDITION...: polls every second for at most --timeout seconds; fails with the
 # diagnostics when time runs out or a container of the project has stopped.
