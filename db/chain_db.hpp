@@ -69,6 +69,38 @@ struct NewHeader {
     uint64_t timestamp{0};
 };
 
+// The skeleton of a sync (docs/sync.md): headers verified downwards from a trusted head, by hash
+// links only, that do not join the canonical chain yet. Blocks [tail, head] are stored, none of
+// them canonical or served; the next header down must hash to tail_parent.
+struct Skeleton {
+    uint64_t head{0};
+    Hash32 head_hash{};
+    uint64_t tail{0};
+    Hash32 tail_parent{};
+    bool operator==(const Skeleton&) const = default;
+};
+
+// One verified skeleton header: its RLP, its hash (keccak of the RLP) and number.
+struct SkeletonHeader {
+    ByteView rlp;
+    Hash32 hash{};
+    uint64_t number{0};
+};
+
+// Where a skeleton meets the canonical chain.
+struct SkeletonLink {
+    // Whether the skeleton's tail links: it is block 0 with the network's genesis hash, or the
+    // canonical header below it is its parent.
+    bool linked{false};
+    // Canonical headers above the link point that linking replaces (a reorg of the unfrozen tip).
+    uint64_t replaced{0};
+};
+
+struct LinkOptions {
+    uint64_t batch{10'000};  // headers moved per synced LevelDB batch
+    std::function<void(uint64_t done, uint64_t total)> on_progress;
+};
+
 struct StoreStats {
     uint64_t ancient_items{0};
     uint64_t kv_headers{0};
@@ -140,6 +172,26 @@ class ChainDb {
     Outcome<uint64_t> freeze(const FreezeOptions& options);
 
     StoreStats stats() const;
+
+    // --- The skeleton of a sync (db/skeleton.cpp; docs/sync.md) ---
+    std::optional<Skeleton> skeleton() const;
+    // Starts a skeleton at a trusted head header, replacing any skeleton there was (its headers are
+    // deleted). One synced batch. REQUIRES: head.hash is the keccak of head.rlp.
+    Outcome<void> skeleton_begin(const SkeletonHeader& head);
+    // Stores headers below the tail: descending numbers from tail - 1, the first hashing to
+    // tail_parent, each the parent of the one before (checked here). One synced batch.
+    Outcome<void> skeleton_extend(std::span<const SkeletonHeader> headers);
+    // Whether the tail links to the canonical chain (or is the genesis), and what linking would
+    // replace. Fails for a tail that links below the freezer's head (the freezer is never rewritten)
+    // and for a genesis that is not the network's.
+    Outcome<SkeletonLink> skeleton_link_point() const;
+    // Moves a linked skeleton into the canonical chain, lowest first, in synced batches; each batch
+    // also moves the tail up, so an interrupted move resumes where it stopped. Replaced canonical
+    // headers stay stored as side-chain headers. Readers see the old head or a longer prefix of the
+    // new chain, never a mix. Returns the new head.
+    Outcome<Head> skeleton_link(const LinkOptions& options = {});
+    // Deletes the skeleton and its headers.
+    Outcome<void> skeleton_drop();
 
   private:
     struct Impl;

@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 #include <cstdio>
+#include <cstdlib>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -136,6 +137,15 @@ Outcome<std::unique_ptr<db::ChainDb>> open_existing(const std::string& datadir, 
     db::ChainDbOptions opts;
     opts.read_only = read_only;
     return db::ChainDb::open(datadir, opts);
+}
+
+Outcome<double> parse_seconds(const std::string& option, const std::string& text) {
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || !(v >= 0) || v > 1e7) {
+        return make_error(fmt::format("--{} {}: expected seconds (a number >= 0)", option, text));
+    }
+    return v;
 }
 
 }  // namespace headerd::node

@@ -53,6 +53,9 @@ Outcome<std::unique_ptr<db::ChainDb>> open_existing(const std::string& datadir, 
 // `option`.
 Outcome<boost::asio::ip::tcp::endpoint> parse_endpoint(const std::string& option, const std::string& text);
 
+// A number of seconds >= 0 (fractions allowed) given to --option; the error names the option.
+Outcome<double> parse_seconds(const std::string& option, const std::string& text);
+
 // The file descriptors a command may need beyond its connections.
 inline constexpr uint64_t kSpareDescriptors = 256;
 

@@ -38,15 +38,6 @@ namespace asio = boost::asio;
 std::atomic<int> g_signals{0};
 extern "C" void on_signal(int) { g_signals.fetch_add(1); }
 
-Outcome<double> parse_seconds(const std::string& option, const std::string& text) {
-    char* end = nullptr;
-    const double v = std::strtod(text.c_str(), &end);
-    if (text.empty() || end != text.c_str() + text.size() || !(v >= 0) || v > 1e7) {
-        return make_error(fmt::format("--{} {}: expected seconds (a number >= 0)", option, text));
-    }
-    return v;
-}
-
 std::string utc_now() {
     const std::time_t t = std::time(nullptr);
     std::tm tm{};
