@@ -52,6 +52,8 @@ int cmd_serve(int argc, char** argv) {
          {"max-pending", "N",
           "connections in the RLPx handshake at once; more wait in the listen backlog until one finishes", "64", false},
          {"workers", "N", "threads serving peers (0: one per core)", "0", false},
+         {"reply-delay", "MS",
+          "test option: wait MS milliseconds before serving each GetBlockHeaders (plays a slow peer)", "0", false},
          verbosity_option()},
         false,
         ""};
@@ -70,6 +72,8 @@ int cmd_serve(int argc, char** argv) {
     if (!max_peers) return fail(max_peers.error().message);
     auto max_pending = args->get_u64("max-pending", 64);
     if (!max_pending || *max_pending == 0) return fail("--max-pending must be a positive number");
+    auto reply_delay = parse_seconds("reply-delay", args->get_or("reply-delay", "0"));
+    if (!reply_delay) return fail(reply_delay.error().message + " (milliseconds)");
     auto workers = args->get_u64("workers", 0);
     if (!workers || *workers > 1024) return fail("--workers must be a number from 0 (one per core) to 1024");
     if (auto r = ensure_descriptors(*max_peers + *max_pending + kSpareDescriptors,
@@ -107,6 +111,7 @@ int cmd_serve(int argc, char** argv) {
     options.max_pending = *max_pending;
     options.metrics = net_metrics.get();
     options.client_id = kClientId;
+    options.reply_delay = std::chrono::microseconds(static_cast<int64_t>(*reply_delay * 1000.0));
     p2p::Server server(control, pool, db, *key, options);
     if (auto r = server.listen(); !r) return fail(r.error().message);
     std::optional<metrics::HttpServer> http;

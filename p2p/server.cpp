@@ -200,7 +200,7 @@ asio::awaitable<void> Server::serve_session(Worker& worker, Session& session, bo
                       conn.remote_address(), session.link->client_id, session.link->version, worker.index());
         serving = true;
         if (metrics != nullptr) metrics->peers(Direction::kInbound).Increment();
-        co_await serve_peer(conn, *session.link, ServeContext{headers_, metrics, worker});
+        co_await serve_peer(conn, *session.link, ServeContext{headers_, metrics, worker, options_.reply_delay});
     } catch (...) {
         admission_.release(conn.remote_key()->bytes());
         throw;

@@ -50,6 +50,8 @@ struct ServerOptions {
     // Where sessions count messages, peers, handshake errors and service times; nullptr: metrics off.
     // REQUIRES: outlives the server.
     const NetMetrics* metrics{nullptr};
+    // Test option: delay before each GetBlockHeaders is served (ServeContext::reply_delay).
+    Clock::duration reply_delay{};
 };
 
 class Server {

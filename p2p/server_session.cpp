@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -80,6 +81,11 @@ class Handler {
         auto req = eth::GetBlockHeadersRequest::decode(payload);
         if (!req) throw_peer_error(req.error(), "GetBlockHeaders");
         Worker& worker = context_.worker;
+        if (context_.reply_delay > Clock::duration::zero()) {
+            // Before serving: the worker's reply buffer is shared by its sessions across awaits.
+            asio::steady_timer delay(co_await asio::this_coro::executor, context_.reply_delay);
+            co_await delay.async_wait(asio::use_awaitable);
+        }
         // A damaged store still gets an (empty) answer; serve() logs nothing itself, we do below.
         auto summary = context_.headers.serve(*req, worker.scratch(), worker.reply());
         co_await conn_.write_message(link_.offset + static_cast<uint64_t>(MessageId::kBlockHeaders), worker.reply());

@@ -22,6 +22,9 @@ struct ServeContext {
     // The worker running the session: its reply buffers and log limiter. REQUIRES: the session runs
     // on this worker's thread.
     Worker& worker;
+    // Test option (serve --reply-delay): each GetBlockHeaders waits this long before it is served,
+    // to play a slow peer. The session reads its next message only after answering, as a busy peer.
+    Clock::duration reply_delay{};
 };
 
 // Serves an established inbound peer until it disconnects or misbehaves: GetBlockHeaders through
