@@ -393,6 +393,8 @@ asio::awaitable<void> Syncer::peer_loop(std::shared_ptr<Peer> peer) {
         }
         ++peer->summary.requests;
         result_.highest_requested = std::max(result_.highest_requested, task->origin);
+        spdlog::debug("Requesting headers                       peer={} origin={} amount={} reverse=true",
+                      peer->summary.address, task->origin, task->amount);
         auto reply =
             co_await peer->session->request(by_number(task->origin, task->amount, true), config_.request_timeout);
         if (!fetcher_) co_return;  // the fetch ended meanwhile
