@@ -27,6 +27,7 @@
 #include "p2p/node_key.hpp"
 #include "p2p/peer.hpp"
 #include "p2p/server.hpp"
+#include "sync/follower.hpp"
 
 namespace headerd::node {
 namespace {
@@ -52,6 +53,14 @@ int cmd_serve(int argc, char** argv) {
          {"max-pending", "N",
           "connections in the RLPx handshake at once; more wait in the listen backlog until one finishes", "64", false},
          {"workers", "N", "threads serving peers (0: one per core)", "0", false},
+         {"follow", "ENODE",
+          "keep the datadir current from this peer (repeat; a head is adopted when a majority, at least two, agree)",
+          "", false, true},
+         {"follow-interval", "SECONDS", "how often eth/68 followed peers are asked for their head", "12", false},
+         {"follow-reconnect", "SECONDS", "wait before dialling a followed peer again after its session ended", "5",
+          false},
+         {"keep", "N", "with --follow: recent headers kept in LevelDB, older ones are frozen as the chain grows",
+          "90000", false},
          {"reply-delay", "MS",
           "test option: wait MS milliseconds before serving each GetBlockHeaders (plays a slow peer)", "0", false},
          verbosity_option()},
@@ -81,6 +90,27 @@ int cmd_serve(int argc, char** argv) {
         !r) {
         return fail(r.error().message);
     }
+    sync::FollowConfig follow;
+    for (const std::string& text : args->get_all("follow")) {
+        auto enode = p2p::parse_enode(text);
+        if (!enode) return fail(fmt::format("--follow {}: {}", text, enode.error().message));
+        follow.peers.push_back(*enode);
+    }
+    if (follow.peers.size() == 1) {
+        return fail("--follow needs at least two peers: a head is adopted only when two or more agree on it");
+    }
+    auto follow_interval = parse_seconds("follow-interval", args->get_or("follow-interval", "12"));
+    if (!follow_interval || *follow_interval <= 0)
+        return fail("--follow-interval must be a positive number of seconds");
+    auto follow_reconnect = parse_seconds("follow-reconnect", args->get_or("follow-reconnect", "5"));
+    if (!follow_reconnect) return fail(follow_reconnect.error().message);
+    auto keep = args->get_u64("keep", 90'000);
+    if (!keep) return fail(keep.error().message);
+    follow.poll_interval =
+        std::chrono::duration_cast<p2p::Clock::duration>(std::chrono::duration<double>(*follow_interval));
+    follow.reconnect_delay =
+        std::chrono::duration_cast<p2p::Clock::duration>(std::chrono::duration<double>(*follow_reconnect));
+    follow.sync.freeze_options.keep = *keep;
     const std::string datadir = *args->get("datadir");
 
     auto chain = open_existing(datadir, false);
@@ -130,15 +160,25 @@ int cmd_serve(int argc, char** argv) {
     const std::string enode_path = (std::filesystem::path(datadir) / "enode").string();
     if (auto r = p2p::write_file_atomic(enode_path, enode + "\n", 0644); !r) return fail(r.error().message);
 
+    // The only writer of the datadir while serving; stopped before the server.
+    std::optional<sync::Follower> follower;
+    if (!follow.peers.empty()) {
+        follower.emplace(db, kClientId, net_metrics.get(), follow, [&server, &db, &net_metrics](const db::Head& head) {
+            server.announce(head);
+            if (net_metrics) net_metrics->set_chain(head.number, db.ancient_items());
+        });
+    }
     asio::signal_set signals(control, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code& ec, int signo) {
         if (ec) return;
         spdlog::info("Shutting down                            signal={} peers={}", signo, server.peers());
+        if (follower) follower->stop();
         server.stop();
         if (http) http->stop();
     });
     pool.start();
     server.start();
+    if (follower) follower->start();
     const auto head = db.head();
     spdlog::info("Serving headers                          network={} head={} hash={} listen={}:{} workers={}",
                  db.config()->name, head->number, to_hex0x(head->hash), bound.address().to_string(), bound.port(),
