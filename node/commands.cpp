@@ -57,10 +57,9 @@ int cmd_generate(int argc, char** argv) {
 int cmd_import(int argc, char** argv) {
     CommandSpec spec{"import",
                      "import headers from .era1 archives or .rlp files (headers or full blocks)",
-                     "--datadir DIR [--network mainnet] FILE...",
-                     {datadir_option(),
-                      {"network", "NAME", "network of the files; must match the datadir's", "mainnet", false},
-                      verbosity_option()},
+                     "--datadir DIR [--network mainnet | --synthetic N[:SEED]] FILE...",
+                     {datadir_option(), network_option("network of the files; must match the datadir's"),
+                      synthetic_option(), verbosity_option()},
                      true,
                      "FILE...  .era1 archives, or .rlp files of concatenated header RLP or block RLP, imported in "
                      "order;\n         the first must start at the genesis or link to the database head"};
@@ -71,13 +70,9 @@ int cmd_import(int argc, char** argv) {
         std::fprintf(stderr, "error: import: no files given (see headerd import --help)\n");
         return kExitUsage;
     }
-    const std::string network = args->get_or("network", "mainnet");
-    if (network != "mainnet") {
-        return fail(
-            fmt::format("--network {}: unknown network (import supports mainnet; use generate for a "
-                        "synthetic chain)",
-                        network));
-    }
+    std::optional<synthetic::Generator> synthetic_network;
+    auto network = network_from_args(*args, synthetic_network);
+    if (!network) return fail(network.error().message);
     const std::string datadir = *args->get("datadir");
     std::error_code ec;
     const bool fresh = !std::filesystem::exists(std::filesystem::path(datadir) / "chaindata", ec);
@@ -90,7 +85,7 @@ int cmd_import(int argc, char** argv) {
     int rc = kExitOk;
     for (const std::string& file : args->positional()) {
         Progress progress(fmt::format("Importing {}", std::filesystem::path(file).filename().string()));
-        auto r = db::import_file(db, mainnet_config(), file, progress_fn(progress));
+        auto r = db::import_file(db, **network, file, progress_fn(progress));
         if (!r) {
             spdlog::error("{}", r.error().message);
             rc = kExitFailure;

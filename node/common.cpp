@@ -148,4 +148,32 @@ Outcome<double> parse_seconds(const std::string& option, const std::string& text
     return v;
 }
 
+OptionSpec network_option(const std::string& help) { return {"network", "NAME", help, "mainnet", false}; }
+
+OptionSpec synthetic_option() {
+    return {"synthetic", "N[:SEED]", "the network of `headerd generate --count N --seed SEED` (default seed 1)", "",
+            false};
+}
+
+Outcome<const ChainConfig*> network_from_args(const Args& args, std::optional<synthetic::Generator>& holder) {
+    if (auto text = args.get("synthetic")) {
+        if (args.has("network")) return make_error("--synthetic and --network both name the network: give one");
+        const size_t colon = text->find(':');
+        auto count = parse_u64(text->substr(0, colon));
+        auto seed = colon == std::string::npos ? Outcome<uint64_t>(uint64_t{1}) : parse_u64(text->substr(colon + 1));
+        if (!count || *count == 0 || !seed)
+            return make_error(fmt::format("--synthetic {}: expected N or N:SEED", *text));
+        holder.emplace(*count, *seed);
+        return &holder->config();
+    }
+    const std::string name = args.get_or("network", "mainnet");
+    if (name != "mainnet") {
+        return make_error(
+            fmt::format("--network {}: unknown network (mainnet, or --synthetic N[:SEED] for a chain "
+                        "of headerd generate)",
+                        name));
+    }
+    return &mainnet_config();
+}
+
 }  // namespace headerd::node

@@ -9,6 +9,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 
+#include "core/synthetic.hpp"
 #include "db/chain_db.hpp"
 #include "db/import.hpp"
 #include "node/cli.hpp"
@@ -52,6 +53,14 @@ Outcome<std::unique_ptr<db::ChainDb>> open_existing(const std::string& datadir, 
 // HOST:PORT with a numeric host (IPv4, or [IPv6]); PORT or :PORT alone means loopback. Errors name
 // `option`.
 Outcome<boost::asio::ip::tcp::endpoint> parse_endpoint(const std::string& option, const std::string& text);
+
+// --network NAME (mainnet) and --synthetic N[:SEED] (the network of `headerd generate --count N
+// --seed SEED`), for commands that name the network of their headers.
+OptionSpec network_option(const std::string& help);
+OptionSpec synthetic_option();
+// The network those options name: --synthetic's if given, else --network's (default mainnet).
+// `holder` keeps a synthetic network's config alive. Errors name the option.
+Outcome<const ChainConfig*> network_from_args(const Args& args, std::optional<synthetic::Generator>& holder);
 
 // A number of seconds >= 0 (fractions allowed) given to --option; the error names the option.
 Outcome<double> parse_seconds(const std::string& option, const std::string& text);

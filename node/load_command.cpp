@@ -191,16 +191,11 @@ int cmd_load(int argc, char** argv) {
     }
     cfg.config = reference && reference->db().config() != nullptr ? reference->db().config() : &mainnet_config();
     std::optional<synthetic::Generator> generated;  // holds the synthetic network's config
-    if (auto text = args->get("synthetic")) {
-        const size_t colon = text->find(':');
-        auto count = parse_u64(text->substr(0, colon));
-        auto gen_seed =
-            colon == std::string::npos ? Outcome<uint64_t>(uint64_t{1}) : parse_u64(text->substr(colon + 1));
-        if (!count || *count == 0 || !gen_seed)
-            return usage(fmt::format("--synthetic {}: expected N or N:SEED", *text));
+    if (args->has("synthetic")) {
         if (reference) return usage("--synthetic and --chain both name the network: give one");
-        generated.emplace(*count, *gen_seed);
-        cfg.config = &generated->config();
+        auto named = network_from_args(*args, generated);
+        if (!named) return usage(named.error().message);
+        cfg.config = *named;
     }
 
     // Metrics: the registry, served on a thread of its own.

@@ -110,9 +110,8 @@ int cmd_sync(int argc, char** argv) {
          {"keep", "N", "recent headers kept in LevelDB; older ones go to the freezer as the chain grows", "90000",
           false},
          {"no-freeze", "", "leave every header in LevelDB", "", false},
-         {"network", "NAME", "network of a fresh datadir: mainnet", "mainnet", false},
-         {"synthetic", "N[:SEED]", "the network of `headerd generate --count N --seed SEED` (a fresh datadir)", "",
-          false},
+         network_option("network of a fresh datadir; a datadir's own must match"),
+         synthetic_option(),
          {"metrics", "[HOST:]PORT",
           "serve Prometheus metrics (request RTT, tracked, lost, stale requests, capacity) on http://HOST:PORT/metrics",
           "", false},
@@ -176,20 +175,10 @@ int cmd_sync(int argc, char** argv) {
     }
 
     // The network: the datadir's, or the one named for a fresh datadir.
-    std::optional<synthetic::Generator> generated;  // holds the synthetic network's config
-    const ChainConfig* network = nullptr;
-    if (auto text = args->get("synthetic")) {
-        const size_t colon = text->find(':');
-        auto count = parse_u64(text->substr(0, colon));
-        auto seed = colon == std::string::npos ? Outcome<uint64_t>(uint64_t{1}) : parse_u64(text->substr(colon + 1));
-        if (!count || *count == 0 || !seed) return usage(fmt::format("--synthetic {}: expected N or N:SEED", *text));
-        generated.emplace(*count, *seed);
-        network = &generated->config();
-    } else {
-        const std::string name = args->get_or("network", "mainnet");
-        if (name != "mainnet") return usage(fmt::format("--network {}: unknown network (sync knows mainnet)", name));
-        network = &mainnet_config();
-    }
+    std::optional<synthetic::Generator> generated;  // holds a synthetic network's config
+    auto named = network_from_args(*args, generated);
+    if (!named) return usage(named.error().message);
+    const ChainConfig* network = *named;
 
     const std::string datadir = *args->get("datadir");
     db::ChainDbOptions opts;
