@@ -129,10 +129,15 @@ int cmd_serve(int argc, char** argv) {
     // Metrics are created only when asked for: with them off, sessions skip every meter.
     std::unique_ptr<metrics::Metrics> registry;
     std::unique_ptr<p2p::NetMetrics> net_metrics;
+    std::unique_ptr<sync::SyncMetrics> sync_metrics;
     if (metrics_at) {
         registry = std::make_unique<metrics::Metrics>(kVersion, kCommit);
         net_metrics = std::make_unique<p2p::NetMetrics>(registry->families());
         net_metrics->set_chain(db.head()->number, db.ancient_items());
+        if (!follow.peers.empty()) {
+            sync_metrics = std::make_unique<sync::SyncMetrics>(registry->registry());
+            follow.sync.metrics = sync_metrics.get();
+        }
         db.set_read_observer(net_metrics.get());
     }
     p2p::ServerOptions options;

@@ -208,11 +208,14 @@ int cmd_sync(int argc, char** argv) {
     asio::io_context io(1);
     std::unique_ptr<metrics::Metrics> registry;
     std::unique_ptr<p2p::NetMetrics> net_metrics;
+    std::unique_ptr<sync::SyncMetrics> sync_metrics;
     std::optional<metrics::HttpServer> http;
     if (metrics_at) {
         registry = std::make_unique<metrics::Metrics>(kVersion, kCommit);
         net_metrics = std::make_unique<p2p::NetMetrics>(registry->families());
+        sync_metrics = std::make_unique<sync::SyncMetrics>(registry->registry());
         local.metrics = net_metrics.get();
+        cfg.metrics = sync_metrics.get();
         http.emplace(io, registry->collectables(), std::function<metrics::Health()>{});
         if (auto r = http->listen(*metrics_at); !r) return fail(r.error().message);
         http->start();

@@ -188,6 +188,7 @@ struct Follower::Impl {
         syncer = nullptr;
         if (r) {
             adopted.fetch_add(1, std::memory_order_relaxed);
+            if (config.sync.metrics != nullptr) config.sync.metrics->adopted().Increment();
             spdlog::info("Followed head                            number={} hash={} fetched={} replaced={} ancient={}",
                          r->head.number, to_hex0x(r->head.hash), r->fetched, r->replaced, db.ancient_items());
             if (!r->already && on_head) on_head(r->head);

@@ -14,6 +14,7 @@
 
 #include "core/block_header.hpp"
 #include "core/hex.hpp"
+#include "p2p/eth/messages.hpp"
 
 namespace headerd::sync {
 namespace {
@@ -89,9 +90,13 @@ std::string Syncer::fates() const {
     return out;
 }
 
-void Syncer::drop(Peer& peer, const std::string& why) {
+void Syncer::drop(Peer& peer, const std::string& why, const char* kind) {
     if (peer.summary.dropped) return;
     peer.summary.dropped = true;
+    if (config_.metrics != nullptr) {
+        config_.metrics->dropped(kind).Increment();
+        config_.metrics->peers().Set(static_cast<double>(alive()));
+    }
     peer.summary.fate = "dropped: " + why;
     spdlog::warn("Dropping peer                            peer={} client=\"{}\" reason=\"{}\"", peer.summary.address,
                  peer.summary.client, why);
@@ -222,6 +227,10 @@ asio::awaitable<Outcome<SyncResult>> Syncer::run() {
         co_return target.error();
     }
     progress_.target = target->number;
+    if (config_.metrics != nullptr) {
+        config_.metrics->target().Set(static_cast<double>(target->number));
+        config_.metrics->peers().Set(static_cast<double>(alive()));
+    }
     spdlog::info("Sync target                              number={} hash={}", target->number, to_hex0x(target->hash));
 
     // Already there?
@@ -356,8 +365,11 @@ Outcome<void> Syncer::verify() {
             if (auto r = db_.skeleton_extend(verified.headers); !r) return r;
             result_.fetched += verified.headers.size();
             progress_.fetched = result_.fetched;
+            if (config_.metrics != nullptr)
+                config_.metrics->fetched().Increment(static_cast<double>(verified.headers.size()));
         }
         progress_.next = fetcher_->next();
+        if (config_.metrics != nullptr) config_.metrics->next().Set(static_cast<double>(progress_.next));
         if (fault) {
             drop(*peers_[fault->owner], fault->reason);
             continue;  // what the liar held is handed back; advance again in case others fit now
@@ -404,7 +416,7 @@ asio::awaitable<void> Syncer::peer_loop(std::shared_ptr<Peer> peer) {
                 case p2p::RequestFailure::Kind::kTimeout:
                     ++peer->summary.timeouts;
                     if (++peer->timeouts_in_row >= config_.max_timeouts) {
-                        drop(*peer, fmt::format("{} requests in a row timed out", peer->timeouts_in_row));
+                        drop(*peer, fmt::format("{} requests in a row timed out", peer->timeouts_in_row), "timeout");
                     }
                     break;
                 case p2p::RequestFailure::Kind::kClosed:
@@ -423,12 +435,17 @@ asio::awaitable<void> Syncer::peer_loop(std::shared_ptr<Peer> peer) {
             continue;
         }
         peer->timeouts_in_row = 0;
+        if (config_.metrics != nullptr) {
+            config_.metrics->capacity(peer->summary.address)
+                .Set(peer->session->capacity().items_per_second(
+                    static_cast<uint64_t>(eth::MessageId::kGetBlockHeaders)));
+        }
         peer->summary.rtt_ms.push_back(std::chrono::duration<double, std::milli>(reply->rtt).count());
         const size_t got = reply->headers.size();
         if (got == 0) {
             ++peer->summary.empty;
             if (++peer->empty_in_row >= config_.max_empty) {
-                drop(*peer, fmt::format("answered {} requests in a row with no headers", peer->empty_in_row));
+                drop(*peer, fmt::format("answered {} requests in a row with no headers", peer->empty_in_row), "empty");
             }
         } else {
             peer->empty_in_row = 0;

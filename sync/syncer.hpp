@@ -28,6 +28,7 @@
 #include "p2p/node_key.hpp"
 #include "p2p/peer.hpp"
 #include "sync/fetcher.hpp"
+#include "sync/sync_metrics.hpp"
 
 namespace headerd::sync {
 
@@ -50,11 +51,13 @@ struct SyncConfig {
     unsigned max_empty{3};
     // Most blocks below the verified point handed out or held at once (memory: ~550 B a header).
     uint64_t window{64 * 1024};
-    // Freezing after the chain grew; keep = 0 disables... see freeze_enabled.
+    // Whether the freezer is fed (freeze_options) once the chain grew.
     bool freeze{true};
     db::FreezeOptions freeze_options;
     // Headers moved from the skeleton to the canonical chain per synced batch.
     uint64_t link_batch{10'000};
+    // nullptr: metrics off. REQUIRES: outlives the syncer.
+    SyncMetrics* metrics{nullptr};
 };
 
 struct PeerSummary {
@@ -126,7 +129,8 @@ class Syncer {
     asio::awaitable<void> peer_loop(std::shared_ptr<Peer> peer);
     // Verifies what joins the proven chain and stores it; a false outcome is fatal.
     Outcome<void> verify();
-    void drop(Peer& peer, const std::string& why);
+    // kind: the headerd_sync_peers_dropped_total reason (fault, timeout, empty, closed).
+    void drop(Peer& peer, const std::string& why, const char* kind = "fault");
     void notify();
     asio::awaitable<void> wait();
     asio::awaitable<void> close_all();
