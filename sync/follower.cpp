@@ -89,8 +89,8 @@ struct Follower::Impl {
         co_await timers[i]->async_wait(kTuple);
     }
 
-    // Learns peer i's head: eth/69+ from its Status and BlockRangeUpdates, eth/68 by asking for the
-    // headers from our head upwards (the last one it has is its head, or the highest of 1024).
+    // Learns peer i's head: eth/69+ from its Status and BlockRangeUpdates, eth/68 by asking for up
+    // to 1024 headers upwards (the last one it has is its head, or the highest of the 1024).
     asio::awaitable<void> learn_head(size_t i, p2p::ClientSession& s) {
         FollowedPeer& p = peers[i];
         if (eth::has_block_range(s.link().version)) {
@@ -98,10 +98,19 @@ struct Follower::Impl {
             p.head_hash = s.link().chain.head_hash;
             co_return;
         }
+        // Asked from the highest head any followed peer reports, so that its answer can agree with
+        // theirs; from our own head when it does not have that block.
+        const uint64_t ours = db.head()->number;
+        uint64_t highest = ours;
+        for (const FollowedPeer& other : peers) highest = std::max(highest, other.head_number.value_or(0));
         eth::GetBlockHeadersRequest req;
-        req.origin = eth::HashOrNumber::of(db.head()->number);
+        req.origin = eth::HashOrNumber::of(highest);
         req.amount = 1024;
         auto reply = co_await s.request(req, config.sync.request_timeout);
+        if (reply && reply->headers.empty() && highest > ours) {
+            req.origin = eth::HashOrNumber::of(ours);
+            reply = co_await s.request(req, config.sync.request_timeout);
+        }
         if (!reply) co_return;  // a timeout is counted by the session; a closed one ends the watch
         if (reply->headers.empty()) {
             p.head_number.reset();  // it does not have our head's number: behind us, or elsewhere

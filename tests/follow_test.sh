@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# `headerd serve --follow` on loopback with the real mainnet epoch: two upstream headerd nodes whose
+# chains grow (each restarted on the same port and node key with a longer prefix imported), a
+# follower that serves while it tracks them, a single upstream that claims a longer chain (not
+# followed), a reorg of the tip (followed, the freezer untouched), and an eth/68 upstream (the
+# ethereumjs test server, asked for its head by polling).
+source "$(dirname "$0")/lib.sh" "$@"
+source "$(dirname "$0")/prom_http.sh"
+INTEROP=$(cd "$(dirname "$0")/interop" && pwd)
+ERA1=$DATA/mainnet-00000-5ec1ffb8.era1
+HASH_4095=0x373df5c980b96580d00715fac46d667b217f00b731f990c636df24a592c75015
+HASH_8191=0xa6860fefa339c963e1bb622526cc8dd4344eedd2a9b969e74de5cccc445fbed4
+
+declare -A PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"' EXIT
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# serve NAME PORT [ARGS...]: serves $WORK/NAME on 127.0.0.1:PORT until stop NAME.
+serve() {
+    local name=$1 port=$2
+    shift 2
+    rm -f "$WORK/$name/enode"
+    "$HEADERD" serve --datadir "$WORK/$name" --listen "127.0.0.1:$port" --workers 1 "$@" \
+        >>"$WORK/$name.log" 2>&1 &
+    PIDS[$name]=$!
+    for _ in $(seq 100); do
+        [ -s "$WORK/$name/enode" ] && return 0
+        sleep 0.1
+    done
+    fail "serve $name did not start: $(tail -5 "$WORK/$name.log")"
+}
+stop() {
+    kill "${PIDS[$1]}" 2>/dev/null || true
+    wait "${PIDS[$1]}" 2>/dev/null || true
+    unset "PIDS[$1]"
+}
+
+# metric PORT NAME -> the value of an unlabelled sample.
+metric() { http_body "$1" /metrics | awk -v n="$2" '$1 == n { print $2 }'; }
+# head_of PORT -> the follower's head number, from its metrics.
+head_of() { metric "$1" headerd_chain_head_number | cut -d. -f1 | sed 's/e+0*/e/' | python3 -c 'import sys; print(int(float(sys.stdin.read() or -1)))'; }
+# hash_at ENODE N -> the hash the node serves for block N (empty if it has none).
+hash_at() {
+    "$HEADERD" get --peer "$1" --origin "$2" --amount 1 --format json --timeout 5 2>/dev/null |
+        grep -o '"hash":"0x[0-9a-f]*"' | cut -d'"' -f4
+}
+# wait_head PORT N SECONDS NAME: the follower NAME's head reaches N within SECONDS.
+wait_head() {
+    local i
+    for i in $(seq $(($3 * 10))); do
+        [ "$(head_of "$1")" = "$2" ] && return 0
+        sleep 0.1
+    done
+    fail "follower head is $(head_of "$1"), not $2, after $3 s; log: $(tail -5 "$WORK/$4.log")"
+}
+
+# The epoch, and prefixes of it.
+"$HEADERD" import --datadir "$WORK/src" "$ERA1" >/dev/null 2>&1
+"$HEADERD" export --datadir "$WORK/src" --from 0 --count 2048 --out "$WORK/q.rlp" >/dev/null 2>&1
+"$HEADERD" export --datadir "$WORK/src" --from 0 --count 4096 --out "$WORK/half.rlp" >/dev/null 2>&1
+"$HEADERD" export --datadir "$WORK/src" --from 4096 --count 4096 --out "$WORK/rest.rlp" >/dev/null 2>&1
+for d in a b; do "$HEADERD" import --datadir "$WORK/$d" "$WORK/half.rlp" >/dev/null 2>&1; done
+"$HEADERD" import --datadir "$WORK/f" "$WORK/q.rlp" >/dev/null 2>&1
+
+PA=$(free_port)
+PB=$(free_port)
+PF=$(free_port)
+MF=$(free_port)
+serve a "$PA"
+serve b "$PB"
+EA=$(cat "$WORK/a/enode")
+EB=$(cat "$WORK/b/enode")
+
+# A follower needs two peers to follow.
+expect_fail "--follow with one peer" "at least two peers" \
+    "$HEADERD" serve --datadir "$WORK/f" --listen 127.0.0.1:0 --follow "$EA"
+
+# 1. Both upstreams at 4095: the follower (at 2047) catches up and serves the new headers.
+serve f "$PF" --follow "$EA" --follow "$EB" --follow-interval 0.3 --follow-reconnect 0.3 --metrics "127.0.0.1:$MF" \
+    --keep 1000
+EF=$(cat "$WORK/f/enode")
+wait_head "$MF" 4095 10 f
+[ "$(hash_at "$EF" 4095)" = "$HASH_4095" ] || fail "follower serves the wrong block 4095"
+echo "ok: the follower caught up from 2047 to 4095 and serves it"
+
+# 2. One upstream grows (restarted with 4096..8191 imported), the other does not: one peer is no
+#    majority of two, so the follower stays at 4095.
+stop a
+"$HEADERD" import --datadir "$WORK/a" "$WORK/rest.rlp" >/dev/null 2>&1
+serve a "$PA"
+[ "$(cat "$WORK/a/enode")" = "$EA" ] || fail "upstream a came back with another enode"
+sleep 3
+[ "$(hash_at "$EA" 8191)" = "$HASH_8191" ] || fail "upstream a does not serve 8191"
+[ "$(head_of "$MF")" = 4095 ] || fail "the follower followed a single peer's head (now $(head_of "$MF"))"
+echo "ok: a head claimed by one of two followed peers is not followed"
+
+# 3. The other upstream grows too: the follower adopts 8191, feeds its freezer (--keep 1000) and
+#    counts the adoption.
+stop b
+"$HEADERD" import --datadir "$WORK/b" "$WORK/rest.rlp" >/dev/null 2>&1
+serve b "$PB"
+wait_head "$MF" 8191 10 f
+[ "$(hash_at "$EF" 8191)" = "$HASH_8191" ] || fail "follower serves the wrong block 8191"
+adopted=$(metric "$MF" headerd_sync_heads_adopted_total)
+[ "${adopted%.*}" -ge 2 ] 2>/dev/null || fail "headerd_sync_heads_adopted_total is $adopted, expected >= 2"
+echo "ok: both upstreams at 8191: followed (adoptions counted: $adopted)"
+
+stop f
+"$HEADERD" export --datadir "$WORK/f" --from 0 --count 8192 --out "$WORK/f.rlp" >/dev/null 2>&1
+cmp -s "$WORK/f.rlp" "$DATA/mainnet-headers-0-8191.rlp" || fail "the follower's chain differs from the epoch"
+"$HEADERD" verify --datadir "$WORK/f" >/dev/null 2>&1 || fail "verify of the follower's datadir failed"
+ancient=$(json_field "$("$HEADERD" inspect --datadir "$WORK/f" --json)" ancient_items)
+[ "$ancient" -gt 0 ] || fail "the follower did not feed its freezer (ancient_items $ancient)"
+echo "ok: the follower's datadir is the epoch byte for byte, verify passes, $ancient headers frozen"
+
+# 4. An eth/68 upstream (the ethereumjs test server, which has no BlockRangeUpdate) beside an eth/69+
+#    headerd: its head is learned by polling, and the two agree on 8191.
+"$HEADERD" import --datadir "$WORK/g" "$WORK/half.rlp" >/dev/null 2>&1
+node "$INTEROP/server.js" --port 0 --out "$WORK/js.enode" --eth 68 --idle 60 >"$WORK/js.log" 2>&1 &
+PIDS[js]=$!
+for _ in $(seq 100); do
+    [ -s "$WORK/js.enode" ] && break
+    sleep 0.1
+done
+[ -s "$WORK/js.enode" ] || fail "the ethereumjs server did not start: $(cat "$WORK/js.log")"
+PG=$(free_port)
+MG=$(free_port)
+serve g "$PG" --follow "$EA" --follow "$(cat "$WORK/js.enode")" --follow-interval 0.3 --follow-reconnect 0.3 \
+    --metrics "127.0.0.1:$MG"
+wait_head "$MG" 8191 15 g
+[ "$(hash_at "$(cat "$WORK/g/enode")" 8191)" = "$HASH_8191" ] || fail "follower g serves the wrong block 8191"
+grep -q 'eth=68' "$WORK/g.log" || fail "follower g did not talk eth/68 to the ethereumjs server"
+echo "ok: an eth/68 upstream's head is learned by polling and followed"
+stop g
