@@ -149,6 +149,16 @@ struct Log {
     }
 };
 
+// The next task, which there must be (an empty task otherwise, so a failing test fails rather than crashes).
+Task must_assign(Fetcher& f, uint64_t amount) {
+    auto task = f.assign(amount);
+    if (!task) {
+        ADD_FAILURE() << "nothing assigned";
+        return Task{};
+    }
+    return *task;
+}
+
 // Answers every task honestly as `owner`, one at a time, until nothing more is handed out.
 void serve_honestly(Fetcher& f, const JoinFn& join, size_t owner, uint64_t amount, Log& log) {
     while (auto task = f.assign(amount)) {
@@ -166,9 +176,9 @@ TEST(Fetcher, AssignHandsOutDescendingDisjointRangesDownToTheFloor) {
     EXPECT_EQ(f.assign(30), (Task{970, 30}));
     EXPECT_EQ(f.assign(30), (Task{940, 30}));
     // Only 910..900 are left above the floor.
-    const auto last = f.assign(30);
+    const Task last = must_assign(f, 30);
     EXPECT_EQ(last, (Task{910, 11}));
-    EXPECT_EQ(last->lowest(), 900u);
+    EXPECT_EQ(last.lowest(), 900u);
     EXPECT_FALSE(f.assign(30));
     EXPECT_FALSE(f.assign(1));
     // Nothing was verified by handing out.
@@ -186,7 +196,7 @@ TEST(Fetcher, AssignDownToBlockZeroStopsThere) {
 
 TEST(Fetcher, AssignStaysInsideTheWindowBelowNext) {
     Fetcher f(8191, hash_of(8191), 0, 100);
-    const Task top = *f.assign(30);
+    const Task top = must_assign(f, 30);
     EXPECT_EQ(top, (Task{8191, 30}));
     EXPECT_EQ(f.assign(30), (Task{8161, 30}));
     EXPECT_EQ(f.assign(30), (Task{8131, 30}));
@@ -204,9 +214,9 @@ TEST(Fetcher, AssignStaysInsideTheWindowBelowNext) {
 
 TEST(Fetcher, ReleasedRangeIsHandedOutFirstAndSplitForSmallerAmounts) {
     Fetcher f(8191, hash_of(8191), 0, 10'000);
-    const Task a = *f.assign(50);
-    const Task b = *f.assign(50);
-    const Task c = *f.assign(50);
+    const Task a = must_assign(f, 50);
+    const Task b = must_assign(f, 50);
+    const Task c = must_assign(f, 50);
     EXPECT_EQ(b, (Task{8141, 50}));
     EXPECT_EQ(c, (Task{8091, 50}));
     f.release(c);
@@ -258,9 +268,9 @@ TEST(Fetcher, HonestRepliesVerifyInOrderDownToTheGenesis) {
 
 TEST(Fetcher, RepliesBelowAGapAreHeldUntilTheRangeAboveArrives) {
     Fetcher f(8191, hash_of(8191), 0, 10'000);
-    const Task a = *f.assign(100);
-    const Task b = *f.assign(100);
-    const Task c = *f.assign(100);
+    const Task a = must_assign(f, 100);
+    const Task b = must_assign(f, 100);
+    const Task c = must_assign(f, 100);
     Log log;
     ASSERT_FALSE(f.deliver(c, 3, real_reply(c)));
     ASSERT_FALSE(log.advance(f, no_join));
@@ -283,8 +293,8 @@ TEST(Fetcher, RepliesBelowAGapAreHeldUntilTheRangeAboveArrives) {
 
 TEST(Fetcher, ShortReplyIsAcceptedAndTheRestHandedOutAgain) {
     Fetcher f(8191, hash_of(8191), 0, 10'000);
-    const Task a = *f.assign(50);
-    const Task b = *f.assign(50);
+    const Task a = must_assign(f, 50);
+    const Task b = must_assign(f, 50);
     ASSERT_FALSE(f.deliver(b, 2, real_reply(b)));
     // 20 of the 50 asked.
     ASSERT_FALSE(f.deliver(a, 1, real_reply(8191, 20)));
@@ -294,7 +304,7 @@ TEST(Fetcher, ShortReplyIsAcceptedAndTheRestHandedOutAgain) {
     EXPECT_EQ(f.next(), 8171u);
     EXPECT_EQ(f.held(), 1u);  // b waits for 8171..8142
     // The 30 missing blocks come back first, then new ground below b.
-    const Task rest = *f.assign(100);
+    const Task rest = must_assign(f, 100);
     EXPECT_EQ(rest, (Task{8171, 30}));
     EXPECT_EQ(f.assign(100), (Task{8091, 100}));
     ASSERT_FALSE(f.deliver(rest, 3, real_reply(rest)));
@@ -305,7 +315,7 @@ TEST(Fetcher, ShortReplyIsAcceptedAndTheRestHandedOutAgain) {
 
 TEST(Fetcher, EmptyReplyHandsTheWholeTaskBackWithoutAFault) {
     Fetcher f(8191, hash_of(8191), 0, 10'000);
-    const Task a = *f.assign(64);
+    const Task a = must_assign(f, 64);
     EXPECT_FALSE(f.deliver(a, 4, reply_of({})));
     EXPECT_EQ(f.held(), 0u);
     EXPECT_EQ(f.assign(64), a);
@@ -316,7 +326,7 @@ TEST(Fetcher, EmptyReplyHandsTheWholeTaskBackWithoutAFault) {
 
 TEST(Fetcher, MoreHeadersThanAskedIsTheSendersFault) {
     Fetcher f(8191, hash_of(8191), 0, 10'000);
-    const Task a = *f.assign(10);
+    const Task a = must_assign(f, 10);
     auto fault = f.deliver(a, 7, real_reply(8191, 11));
     ASSERT_TRUE(fault);
     EXPECT_EQ(fault->owner, 7u);
@@ -327,7 +337,7 @@ TEST(Fetcher, MoreHeadersThanAskedIsTheSendersFault) {
 
 TEST(Fetcher, WrongNumbersAreTheSendersFault) {
     Fetcher f(8191, hash_of(8191), 0, 10'000);
-    const Task a = *f.assign(10);
+    const Task a = must_assign(f, 10);
     // Ascending instead of reverse.
     std::vector<ByteView> ascending = real(8191, 10);
     std::reverse(ascending.begin(), ascending.end());
@@ -352,7 +362,7 @@ TEST(Fetcher, WrongNumbersAreTheSendersFault) {
 
 TEST(Fetcher, HeaderChangedInsideAReplyBreaksTheLinkToTheHeaderAboveIt) {
     Fetcher f(8191, hash_of(8191), 0, 10'000);
-    const Task a = *f.assign(10);
+    const Task a = must_assign(f, 10);
     // Block 8186 (in the middle) and block 8182 (the lowest) changed: each then fails to hash to the
     // parent hash its upper neighbour in the same reply names.
     for (const uint64_t changed : {8186u, 8182u}) {
@@ -380,7 +390,7 @@ TEST(Fetcher, HeaderChangedInsideAReplyBreaksTheLinkToTheHeaderAboveIt) {
 
 TEST(Fetcher, ChangedTopOfTheFirstReplyFailsAgainstTheTrustedHash) {
     Fetcher f(8191, hash_of(8191), 0, 10'000);
-    const Task a = *f.assign(10);
+    const Task a = must_assign(f, 10);
     // Only the top header changed: the reply is consistent in itself (8190 is still the parent it
     // names), so deliver() cannot tell; the hash the trusted head expects can.
     const Bytes forged = forge(chain().headers[8191]);
@@ -406,10 +416,10 @@ TEST(Fetcher, ChangedTopOfTheFirstReplyFailsAgainstTheTrustedHash) {
 
 TEST(Fetcher, ChangedTopOfALowerReplyFailsAgainstTheReplyAboveAndDropsItsOwner) {
     Fetcher f(8191, hash_of(8191), 0, 10'000);
-    const Task a = *f.assign(10);  // owner 1
-    const Task b = *f.assign(10);  // owner 2: top header 8181 changed
-    const Task c = *f.assign(10);  // owner 2: honest, but its sender lied elsewhere
-    const Task d = *f.assign(10);  // owner 1
+    const Task a = must_assign(f, 10);  // owner 1
+    const Task b = must_assign(f, 10);  // owner 2: top header 8181 changed
+    const Task c = must_assign(f, 10);  // owner 2: honest, but its sender lied elsewhere
+    const Task d = must_assign(f, 10);  // owner 1
     const Bytes forged = forge(chain().headers[8181]);
     std::vector<ByteView> b_headers = real(8181, 10);
     b_headers[0] = forged;
@@ -448,10 +458,10 @@ TEST(Fetcher, SideChainServedByALiarIsDroppedAndAnHonestPeerCompletesTheSync) {
     // has the right numbers; only the link to the proven chain above exposes it.
     const SideChain side(8100, 8191);
     Fetcher f(8191, hash_of(8191), 0, 10'000);
-    const Task t1 = *f.assign(20);  // honest 1
-    const Task t2 = *f.assign(20);  // liar 2
-    const Task t3 = *f.assign(20);  // liar 2
-    const Task t4 = *f.assign(20);  // honest 1
+    const Task t1 = must_assign(f, 20);  // honest 1
+    const Task t2 = must_assign(f, 20);  // liar 2
+    const Task t3 = must_assign(f, 20);  // liar 2
+    const Task t4 = must_assign(f, 20);  // honest 1
     ASSERT_FALSE(f.deliver(t4, 1, real_reply(t4)));
     ASSERT_FALSE(f.deliver(t3, 2, reply_of(side.range(t3.origin, t3.amount))));
     ASSERT_FALSE(f.deliver(t2, 2, reply_of(side.range(t2.origin, t2.amount))));
@@ -474,10 +484,10 @@ TEST(Fetcher, SideChainServedByALiarIsDroppedAndAnHonestPeerCompletesTheSync) {
 
 TEST(Fetcher, DropOwnerHandsBackEveryRangeItHoldsAndNothingElse) {
     Fetcher f(8191, hash_of(8191), 0, 10'000);
-    const Task a = *f.assign(10);
-    const Task b = *f.assign(10);
-    const Task c = *f.assign(10);
-    const Task d = *f.assign(10);
+    const Task a = must_assign(f, 10);
+    const Task b = must_assign(f, 10);
+    const Task c = must_assign(f, 10);
+    const Task d = must_assign(f, 10);
     ASSERT_FALSE(f.deliver(b, 5, real_reply(b)));
     ASSERT_FALSE(f.deliver(c, 6, real_reply(c)));
     ASSERT_FALSE(f.deliver(d, 5, real_reply(d)));
@@ -506,8 +516,8 @@ TEST(Fetcher, JoinStopsTheDownloadWhereTheChainLinks) {
     const JoinFn join = local_chain(5999);
     Fetcher f(8191, hash_of(8191), 0, 10'000);
     std::vector<Task> tasks;
-    while (tasks.empty() || tasks.back().lowest() > 5500) tasks.push_back(*f.assign(100));
-    const Task late = *f.assign(100);  // still out when the join is found
+    while (tasks.empty() || tasks.back().lowest() > 5500) tasks.push_back(must_assign(f, 100));
+    const Task late = must_assign(f, 100);  // still out when the join is found
     for (auto it = tasks.rbegin(); it != tasks.rend(); ++it) ASSERT_FALSE(f.deliver(*it, 1, real_reply(*it)));
     Verified v;
     ASSERT_FALSE(f.advance(join, v));
