@@ -127,6 +127,10 @@ Outcome<void> ChainDb::skeleton_extend(std::span<const SkeletonHeader> headers) 
         if (!peek || peek->number != h.number) {
             return make_error(fmt::format("skeleton_extend: block {} is not a header of that number", h.number));
         }
+        // The hash is the caller's; the bytes stored must be what it was computed from.
+        if (header_hash(h.rlp) != h.hash) {
+            return make_error(fmt::format("skeleton_extend: block {} does not hash to {}", h.number, to_hex0x(h.hash)));
+        }
         batch.Put(slice(schema::skeleton_key(h.number)), slice(h.rlp));
         s.tail = h.number;
         s.tail_parent = peek->parent_hash;

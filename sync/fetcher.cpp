@@ -79,7 +79,7 @@ std::optional<Fault> Fetcher::deliver(const Task& task, size_t owner, p2p::Heade
 }
 
 void Fetcher::drop_owner(size_t owner) {
-    verified_.clear();
+    // verified_ stays: advance() drops a liar after verifying replies whose views it returns.
     for (auto it = held_.begin(); it != held_.end();) {
         if (it->second.owner == owner) {
             release(Task{it->first, it->second.hashes.size()});
@@ -144,7 +144,7 @@ std::optional<Fault> Fetcher::advance(const JoinFn& join, Verified& verified) {
 }
 
 void Fetcher::lower_floor(uint64_t floor) {
-    if (floor >= floor_ || linked_) return;
+    if (floor >= floor_ || !exhausted()) return;
     below_floor_ = false;
     floor_ = floor;
     // The block the floor stopped at was verified: the download goes on right below it.

@@ -67,6 +67,7 @@ class Fetcher {
     // names the reason; the task is handed back.
     std::optional<Fault> deliver(const Task& task, size_t owner, p2p::HeadersReply reply);
     // Every reply held from `owner` is discarded and its range handed back (a peer found lying).
+    // What the last advance() returned stays valid.
     void drop_owner(size_t owner);
 
     // Verifies the replies that now join the proven chain, from `next` down. A reply whose top
@@ -74,14 +75,15 @@ class Fetcher {
     // fault; `verified` gets what was proven up to there. After a join, nothing more is assigned.
     std::optional<Fault> advance(const JoinFn& join, Verified& verified);
 
-    // Lets the download go below the floor (the chain above it did not join: a reorg).
+    // Lets the download go below the floor once it is exhausted() (the chain above it did not join:
+    // a reorg); does nothing otherwise.
     void lower_floor(uint64_t floor);
 
     uint64_t next() const noexcept { return next_; }
     const Hash32& expect() const noexcept { return expect_; }
     uint64_t floor() const noexcept { return floor_; }
-    // Linked, or verified down to the floor.
-    bool done() const noexcept { return linked_ || exhausted(); }
+    // Linked, verified down to the floor, or led to another network's genesis.
+    bool done() const noexcept { return linked_ || wrong_genesis_ || exhausted(); }
     bool linked() const noexcept { return linked_; }
     bool wrong_genesis() const noexcept { return wrong_genesis_; }
     // Everything down to the floor verified without a join.
