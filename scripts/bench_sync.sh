@@ -3,8 +3,10 @@
 #   1. sync against import: a generated chain of HEADERD_SYNC_HEADERS headers (`headerd generate`,
 #      seed 1) served by two `headerd serve` peers (copies of the datadir), synced into an empty
 #      datadir with --head its head hash; and the same headers imported from the chain's .rlp export
-#      (`headerd import --synthetic`). Both without freezing (--no-freeze; import never freezes),
-#      alternately I S I S ... for HEADERD_SYNC_ROUNDS rounds; medians. Goal: sync <= 2x import.
+#      (`headerd import --synthetic`). Both without freezing (sync --no-freeze; import never
+#      freezes), and both with it (sync's default --keep 90000 against import then
+#      `headerd freeze --keep 90000`), alternately for HEADERD_SYNC_ROUNDS rounds; medians.
+#      Goal: sync <= 2x import.
 #   2. peers: the same sync from 1, 2 and 4 peers; then 4 peers of which one is slowed
 #      (`serve --reply-delay HEADERD_SYNC_SLOW_MS`) against the 3 fast ones alone: each peer's share
 #      of the headers (from --summary) and the total time. Goal: the slow peer's share shrinks and
@@ -76,7 +78,8 @@ stop_peers() {
 # now: seconds since the epoch with nanoseconds.
 now() { date +%s.%N; }
 
-# run_sync LABEL PEER...: syncs into a fresh datadir; prints the seconds it took.
+# run_sync LABEL PEER...: syncs into a fresh datadir (with $sync_freeze); prints the seconds it took.
+sync_freeze=--no-freeze
 run_sync() {
     local label=$1
     shift
@@ -85,18 +88,21 @@ run_sync() {
     rm -rf "$results/dst"
     local t0 t1
     t0=$(now)
-    "$H" sync --datadir "$results/dst" $network --head "$head_hash" --no-freeze "${args[@]}" \
+    "$H" sync --datadir "$results/dst" $network --head "$head_hash" $sync_freeze "${args[@]}" \
         --summary "$results/$label.json" >"$results/$label.log" 2>&1
     t1=$(now)
     rm -rf "$results/dst"
     awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f\n", b - a }'
 }
 
+# run_import [freeze]: imports the chain's .rlp into a fresh datadir (then freezes it, with an
+# argument); prints the seconds it took.
 run_import() {
     rm -rf "$results/imp"
     local t0 t1
     t0=$(now)
     "$H" import --datadir "$results/imp" $network "$chain/chain.rlp" >"$results/import.log" 2>&1
+    if [ -n "${1:-}" ]; then "$H" freeze --datadir "$results/imp" --keep 90000 >>"$results/import.log" 2>&1; fi
     t1=$(now)
     rm -rf "$results/imp"
     awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f\n", b - a }'
@@ -107,20 +113,30 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[
 if [[ " $steps " == *" 1 "* ]]; then
     start_peer p1
     start_peer p2
-    : >"$results/import.times"
-    : >"$results/sync.times"
+    for f in import sync import-freeze sync-freeze; do : >"$results/$f.times"; done
     for r in $(seq "$rounds"); do
+        sync_freeze=--no-freeze
         run_import >>"$results/import.times"
         run_sync "sync2-r$r" p1 p2 >>"$results/sync.times"
-        echo "round $r: import $(tail -1 "$results/import.times") s, sync $(tail -1 "$results/sync.times") s"
+        sync_freeze="--keep 90000"
+        run_import freeze >>"$results/import-freeze.times"
+        run_sync "sync2-freeze-r$r" p1 p2 >>"$results/sync-freeze.times"
+        echo "round $r: import $(tail -1 "$results/import.times") s, sync $(tail -1 "$results/sync.times") s," \
+            "import+freeze $(tail -1 "$results/import-freeze.times") s, sync+freeze $(tail -1 "$results/sync-freeze.times") s"
     done
+    sync_freeze=--no-freeze
     stop_peers
-    imp=$(median <"$results/import.times")
-    syn=$(median <"$results/sync.times")
     echo
-    echo "| headers | import (median s) | sync from 2 peers (median s) | sync / import |"
-    echo "|---|---|---|---|"
-    printf '| %s | %.2f | %.2f | %.2f |\n' "$headers" "$imp" "$syn" "$(awk -v a="$syn" -v b="$imp" 'BEGIN { print a / b }')"
+    echo "| headers | freezing | import (median s) | sync from 2 peers (median s) | sync / import |"
+    echo "|---|---|---|---|---|"
+    for f in "" -freeze; do
+        imp=$(median <"$results/import$f.times")
+        syn=$(median <"$results/sync$f.times")
+        label=none
+        [ -z "$f" ] || label="keep 90000"
+        printf '| %s | %s | %.2f | %.2f | %.2f |\n' "$headers" "$label" "$imp" "$syn" \
+            "$(awk -v a="$syn" -v b="$imp" 'BEGIN { print a / b }')"
+    done
 fi
 
 # share LABEL: each peer's headers and share of the total, from the summary.
