@@ -80,6 +80,12 @@ expect_fail "--follow with one peer" "at least two peers" \
 serve f "$PF" --follow "$EA" --follow "$EB" --follow-interval 0.3 --follow-reconnect 0.3 --metrics "127.0.0.1:$MF" \
     --keep 1000
 EF=$(cat "$WORK/f/enode")
+# A second-level follower: it follows f and b. Its session to f stays up throughout, so it can
+# learn f's later heads only from the BlockRangeUpdates f announces.
+"$HEADERD" import --datadir "$WORK/g" "$WORK/q.rlp" >/dev/null 2>&1
+PG=$(free_port)
+MG=$(free_port)
+serve g "$PG" --follow "$EF" --follow "$EB" --follow-interval 0.3 --follow-reconnect 0.3 --metrics "127.0.0.1:$MG"
 wait_head "$MF" 4095 10 f
 [ "$(hash_at "$EF" 4095)" = "$HASH_4095" ] || fail "follower serves the wrong block 4095"
 echo "ok: the follower caught up from 2047 to 4095 and serves it"
@@ -106,6 +112,12 @@ adopted=$(metric "$MF" headerd_sync_heads_adopted_total)
 [ "${adopted%.*}" -ge 2 ] 2>/dev/null || fail "headerd_sync_heads_adopted_total is $adopted, expected >= 2"
 echo "ok: both upstreams at 8191: followed (adoptions counted: $adopted)"
 
+wait_head "$MG" 8191 10 g
+sessions=$(grep -c "Following peer .*peer=127.0.0.1:$PF " "$WORK/g.log" || true)
+[ "$sessions" = 1 ] || fail "g dialled f $sessions times; it should have learnt f's heads on one session"
+echo "ok: a follower of the follower reached 8191 on one session to it: f announced its new range"
+stop g
+
 stop f
 "$HEADERD" export --datadir "$WORK/f" --from 0 --count 8192 --out "$WORK/f.rlp" >/dev/null 2>&1
 cmp -s "$WORK/f.rlp" "$DATA/mainnet-headers-0-8191.rlp" || fail "the follower's chain differs from the epoch"
@@ -116,7 +128,7 @@ echo "ok: the follower's datadir is the epoch byte for byte, verify passes, $anc
 
 # 4. An eth/68 upstream (the ethereumjs test server, which has no BlockRangeUpdate) beside an eth/69+
 #    headerd: its head is learned by polling, and the two agree on 8191.
-"$HEADERD" import --datadir "$WORK/g" "$WORK/half.rlp" >/dev/null 2>&1
+"$HEADERD" import --datadir "$WORK/e" "$WORK/half.rlp" >/dev/null 2>&1
 node "$INTEROP/server.js" --port 0 --out "$WORK/js.enode" --eth 68 --idle 60 >"$WORK/js.log" 2>&1 &
 PIDS[js]=$!
 for _ in $(seq 100); do
@@ -126,10 +138,10 @@ done
 [ -s "$WORK/js.enode" ] || fail "the ethereumjs server did not start: $(cat "$WORK/js.log")"
 PG=$(free_port)
 MG=$(free_port)
-serve g "$PG" --follow "$EA" --follow "$(cat "$WORK/js.enode")" --follow-interval 0.3 --follow-reconnect 0.3 \
+serve e "$PG" --follow "$EA" --follow "$(cat "$WORK/js.enode")" --follow-interval 0.3 --follow-reconnect 0.3 \
     --metrics "127.0.0.1:$MG"
-wait_head "$MG" 8191 15 g
-[ "$(hash_at "$(cat "$WORK/g/enode")" 8191)" = "$HASH_8191" ] || fail "follower g serves the wrong block 8191"
-grep -q 'eth=68' "$WORK/g.log" || fail "follower g did not talk eth/68 to the ethereumjs server"
+wait_head "$MG" 8191 15 e
+[ "$(hash_at "$(cat "$WORK/e/enode")" 8191)" = "$HASH_8191" ] || fail "follower e serves the wrong block 8191"
+grep -q 'eth=68' "$WORK/e.log" || fail "follower e did not talk eth/68 to the ethereumjs server"
 echo "ok: an eth/68 upstream's head is learned by polling and followed"
-stop g
+stop e
