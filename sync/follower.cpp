@@ -68,6 +68,9 @@ struct Follower::Impl {
     std::vector<std::unique_ptr<p2p::LocalNode>> locals;
     std::vector<std::unique_ptr<asio::steady_timer>> timers;
     Syncer* syncer{nullptr};
+    // The last head whose fetch failed, and when it may be tried again.
+    std::optional<Hash32> failed;
+    p2p::Clock::time_point retry_at{};
     bool syncing{false};
     bool stopping{false};
     std::atomic<uint64_t> adopted{0};
@@ -175,6 +178,7 @@ struct Follower::Impl {
         const auto local = db.head();
         if (local && local->hash == head->second) return;
         if (auto c = db.canonical_hash(head->first); c && *c && **c == head->second) return;  // we have it
+        if (failed == head->second && p2p::Clock::now() < retry_at) return;
         syncing = true;
         asio::co_spawn(io, adopt(head->first, head->second), asio::detached);
     }
@@ -202,6 +206,8 @@ struct Follower::Impl {
                          r->head.number, to_hex0x(r->head.hash), r->fetched, r->replaced, db.ancient_items());
             if (!r->already && on_head) on_head(r->head);
         } else if (!stopping) {
+            failed = hash;
+            retry_at = p2p::Clock::now() + config.retry_delay;
             spdlog::warn("Following head failed                    number={} hash={} error=\"{}\"", number,
                          to_hex0x(hash), r.error().message);
         }

@@ -36,6 +36,9 @@ struct FollowConfig {
     p2p::Clock::duration poll_interval{std::chrono::seconds(12)};
     // Wait before dialling a peer again after its session failed or ended.
     p2p::Clock::duration reconnect_delay{std::chrono::seconds(5)};
+    // A head whose fetch failed (no peer left, a fork below the freezer) is not tried again before
+    // this; another head is tried at once.
+    p2p::Clock::duration retry_delay{std::chrono::seconds(60)};
     // How each adopted head is fetched (peers, head and freezing are filled in by the follower).
     SyncConfig sync;
 };

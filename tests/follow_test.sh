@@ -2,8 +2,8 @@
 # `headerd serve --follow` on loopback with the real mainnet epoch: two upstream headerd nodes whose
 # chains grow (each restarted on the same port and node key with a longer prefix imported), a
 # follower that serves while it tracks them, a single upstream that claims a longer chain (not
-# followed), a reorg of the tip (followed, the freezer untouched), and an eth/68 upstream (the
-# ethereumjs test server, asked for its head by polling).
+# followed), a reorg of the tip (followed, the freezer untouched), a fork below the freezer
+# (refused), and an eth/68 upstream (the ethereumjs test server, asked for its head by polling).
 source "$(dirname "$0")/lib.sh" "$@"
 source "$(dirname "$0")/prom_http.sh"
 INTEROP=$(cd "$(dirname "$0")/interop" && pwd)
@@ -118,15 +118,55 @@ sessions=$(grep -c "Following peer .*peer=127.0.0.1:$PF " "$WORK/g.log" || true)
 echo "ok: a follower of the follower reached 8191 on one session to it: f announced its new range"
 stop g
 
+# 4. A reorg of the tip: both upstreams now serve a chain that leaves mainnet at block 8100 (restarted
+#    on their ports and node keys with the forged chain imported). The follower moves its canonical
+#    chain over (92 headers replaced, all above the freezer's head 7191) and serves the new tip.
+node "$INTEROP/forge_chain.js" --in "$DATA/mainnet-headers-0-8191.rlp" --out "$WORK/forged.rlp" --fork 8100 \
+    >"$WORK/forge.out" || fail "forge_chain.js failed"
+FORGED=$(grep -o '0x[0-9a-f]\{64\}' "$WORK/forge.out" | tail -1)
+# restart_upstream NAME PORT RLP: NAME serves a fresh import of RLP on PORT with its old node key.
+restart_upstream() {
+    stop "$1"
+    rm -rf "$WORK/$1.next"
+    "$HEADERD" import --datadir "$WORK/$1.next" "$3" >/dev/null 2>&1 || fail "import of $3 failed"
+    cp "$WORK/$1/nodekey" "$WORK/$1.next/nodekey"
+    rm -rf "$WORK/$1"
+    mv "$WORK/$1.next" "$WORK/$1"
+    serve "$1" "$2"
+}
+restart_upstream a "$PA" "$WORK/forged.rlp"
+restart_upstream b "$PB" "$WORK/forged.rlp"
+for _ in $(seq 100); do
+    [ "$(hash_at "$EF" 8191)" = "$FORGED" ] && break
+    sleep 0.1
+done
+[ "$(hash_at "$EF" 8191)" = "$FORGED" ] || fail "the follower did not follow the reorg: $(tail -5 "$WORK/f.log")"
+grep -q "replaced=92" "$WORK/f.log" || fail "the reorg did not replace 92 headers: $(grep 'Followed head' "$WORK/f.log")"
+echo "ok: a reorg of the tip at block 8100 is followed (92 canonical headers replaced)"
+
+# 5. A fork below the freezer's head (block 7000 < 7192): refused, and the follower keeps serving.
+node "$INTEROP/forge_chain.js" --in "$DATA/mainnet-headers-0-8191.rlp" --out "$WORK/deep.rlp" --fork 7000 \
+    >"$WORK/forge-deep.out" || fail "forge_chain.js failed"
+restart_upstream a "$PA" "$WORK/deep.rlp"
+restart_upstream b "$PB" "$WORK/deep.rlp"
+for _ in $(seq 100); do
+    grep -q "never rewrites the freezer" "$WORK/f.log" && break
+    sleep 0.1
+done
+grep -q "never rewrites the freezer" "$WORK/f.log" || fail "a fork below the freezer was not refused: $(tail -5 "$WORK/f.log")"
+[ "$(hash_at "$EF" 8191)" = "$FORGED" ] || fail "the follower stopped serving its chain after the refused fork"
+echo "ok: a fork below the freezer's head is refused and the follower keeps serving its chain"
+
 stop f
 "$HEADERD" export --datadir "$WORK/f" --from 0 --count 8192 --out "$WORK/f.rlp" >/dev/null 2>&1
-cmp -s "$WORK/f.rlp" "$DATA/mainnet-headers-0-8191.rlp" || fail "the follower's chain differs from the epoch"
+cmp -s "$WORK/f.rlp" "$WORK/forged.rlp" || fail "the follower's chain differs from the chain it followed"
 "$HEADERD" verify --datadir "$WORK/f" >/dev/null 2>&1 || fail "verify of the follower's datadir failed"
 ancient=$(json_field "$("$HEADERD" inspect --datadir "$WORK/f" --json)" ancient_items)
-[ "$ancient" -gt 0 ] || fail "the follower did not feed its freezer (ancient_items $ancient)"
-echo "ok: the follower's datadir is the epoch byte for byte, verify passes, $ancient headers frozen"
+[ "$ancient" = 7192 ] || fail "the follower's freezer holds $ancient headers, expected 7192"
+echo "ok: the follower's datadir is the chain it followed byte for byte (mainnet to 8099, then the fork), verify passes, freezer at 7192"
+restart_upstream a "$PA" "$DATA/mainnet-headers-0-8191.rlp"
 
-# 4. An eth/68 upstream (the ethereumjs test server, which has no BlockRangeUpdate) beside an eth/69+
+# 6. An eth/68 upstream (the ethereumjs test server, which has no BlockRangeUpdate) beside an eth/69+
 #    headerd: its head is learned by polling, and the two agree on 8191.
 "$HEADERD" import --datadir "$WORK/e" "$WORK/half.rlp" >/dev/null 2>&1
 node "$INTEROP/server.js" --port 0 --out "$WORK/js.enode" --eth 68 --idle 60 >"$WORK/js.log" 2>&1 &
