@@ -21,6 +21,7 @@
 #include "db/import.hpp"
 #include "db/schema.hpp"
 #include "tests/reference_chain.hpp"
+#include "tests/side_chain.hpp"
 
 namespace headerd::db {
 namespace {
@@ -63,41 +64,7 @@ std::vector<SkeletonHeader> real_down(uint64_t top, uint64_t bottom) {
     return out;
 }
 
-// A chain that leaves mainnet at block `fork`: that block with one byte of its extra-data changed
-// (re-encoded, so still a valid header), every block above it up to `top` the real one with its
-// parent hash rewritten to the new parent's hash. Same difficulties, so the same total difficulty.
-struct SideChain {
-    uint64_t fork;
-    std::vector<Bytes> rlps;  // index i: block fork + i
-    std::vector<Hash32> hashes;
-
-    SideChain(uint64_t fork_at, uint64_t top) : fork(fork_at) {
-        for (uint64_t n = fork; n <= top; ++n) {
-            BlockHeader h = *decode_block_header(chain().headers.at(n));
-            if (n == fork) {
-                if (h.extra_data.empty()) {
-                    h.extra_data.push_back(0x01);
-                } else {
-                    h.extra_data.back() ^= 0x01;
-                }
-            } else {
-                h.parent_hash = hashes.back();
-            }
-            Bytes out;
-            encode(out, h);
-            hashes.push_back(header_hash(out));
-            rlps.push_back(std::move(out));
-        }
-    }
-    ByteView rlp(uint64_t n) const { return rlps.at(n - fork); }
-    const Hash32& hash(uint64_t n) const { return hashes.at(n - fork); }
-    SkeletonHeader header(uint64_t n) const { return SkeletonHeader{rlp(n), hash(n), n}; }
-    std::vector<SkeletonHeader> down(uint64_t top, uint64_t bottom) const {
-        std::vector<SkeletonHeader> out;
-        for (uint64_t n = top; n >= bottom && n <= top; --n) out.push_back(header(n));
-        return out;
-    }
-};
+using headerd::testing::SideChain;
 
 // Bytes of the reference file from block `from` through block `to`.
 ByteView file_bytes(uint64_t from, uint64_t to) {
