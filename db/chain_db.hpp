@@ -182,7 +182,7 @@ class ChainDb {
     // tail_parent, each the parent of the one before (checked here). One synced batch.
     Outcome<void> skeleton_extend(std::span<const SkeletonHeader> headers);
     // Whether the tail links to the canonical chain (or is the genesis), and what linking would
-    // replace. Fails for a tail that links below the freezer's head (the freezer is never rewritten)
+    // replace. Reads several values under separate locks: call it from the writer's thread. Fails for a tail that links below the freezer's head (the freezer is never rewritten)
     // and for a genesis that is not the network's.
     Outcome<SkeletonLink> skeleton_link_point() const;
     // Moves a linked skeleton into the canonical chain, lowest first, in synced batches; each batch
