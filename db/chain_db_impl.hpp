@@ -15,6 +15,7 @@
 #include <leveldb/cache.h>
 #include <leveldb/db.h>
 #include <leveldb/filter_policy.h>
+#include <leveldb/write_batch.h>
 
 #include "ancient/file_system.hpp"
 #include "ancient/freezer.hpp"
@@ -93,6 +94,8 @@ struct ChainDb::Impl {
 
     Outcome<void> load_head();
     Outcome<void> load_skeleton();
+    // Writes `batch` (synced), then makes `next` the skeleton readers see.
+    Outcome<void> write_skeleton(leveldb::WriteBatch& batch, const std::optional<Skeleton>& next);
     Outcome<void> check_stores_join();
     // Appends the canonical headers [lo, hi] stored in LevelDB, ascending.
     Outcome<void> scan_kv(uint64_t lo, uint64_t hi, ItemBuffer& out) const;

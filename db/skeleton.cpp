@@ -75,6 +75,14 @@ Outcome<void> ChainDb::Impl::load_skeleton() {
     return {};
 }
 
+Outcome<void> ChainDb::Impl::write_skeleton(leveldb::WriteBatch& batch, const std::optional<Skeleton>& next) {
+    leveldb::Status st = ldb->Write(synced(), &batch);
+    if (!st.ok()) return make_error(fmt::format("LevelDB write in {}: {}", chaindata, st.ToString()));
+    std::unique_lock lock(mu);
+    skeleton = next;
+    return {};
+}
+
 std::optional<Skeleton> ChainDb::skeleton() const {
     std::shared_lock lock(impl_->mu);
     return impl_->skeleton;
@@ -103,11 +111,7 @@ Outcome<void> ChainDb::skeleton_begin(const SkeletonHeader& head) {
     const Skeleton s{head.number, head.hash, head.number, peek->parent_hash};
     batch.Put(slice(schema::skeleton_key(head.number)), slice(head.rlp));
     batch.Put(slice(schema::kSkeletonKey), slice(encode_skeleton(s)));
-    leveldb::Status st = impl_->ldb->Write(synced(), &batch);
-    if (!st.ok()) return make_error(fmt::format("LevelDB write in {}: {}", impl_->chaindata, st.ToString()));
-    std::unique_lock lock(impl_->mu);
-    impl_->skeleton = s;
-    return {};
+    return impl_->write_skeleton(batch, s);
 }
 
 Outcome<void> ChainDb::skeleton_extend(std::span<const SkeletonHeader> headers) {
@@ -142,11 +146,7 @@ Outcome<void> ChainDb::skeleton_extend(std::span<const SkeletonHeader> headers) 
         expect_hash = peek->parent_hash;
     }
     batch.Put(slice(schema::kSkeletonKey), slice(encode_skeleton(s)));
-    leveldb::Status st = impl_->ldb->Write(synced(), &batch);
-    if (!st.ok()) return make_error(fmt::format("LevelDB write in {}: {}", impl_->chaindata, st.ToString()));
-    std::unique_lock lock(impl_->mu);
-    impl_->skeleton = s;
-    return {};
+    return impl_->write_skeleton(batch, s);
 }
 
 Outcome<SkeletonLink> ChainDb::skeleton_link_point() const {
@@ -308,11 +308,7 @@ Outcome<void> ChainDb::skeleton_drop() {
     leveldb::WriteBatch batch;
     delete_skeleton_range(batch, impl_->skeleton->tail, impl_->skeleton->head);
     batch.Delete(slice(schema::kSkeletonKey));
-    leveldb::Status st = impl_->ldb->Write(synced(), &batch);
-    if (!st.ok()) return make_error(fmt::format("LevelDB write in {}: {}", impl_->chaindata, st.ToString()));
-    std::unique_lock lock(impl_->mu);
-    impl_->skeleton.reset();
-    return {};
+    return impl_->write_skeleton(batch, std::nullopt);
 }
 
 }  // namespace headerd::db
