@@ -179,11 +179,14 @@ class ChainDb {
     // deleted). One synced batch. REQUIRES: head.hash is the keccak of head.rlp.
     Outcome<void> skeleton_begin(const SkeletonHeader& head);
     // Stores headers below the tail: descending numbers from tail - 1, the first hashing to
-    // tail_parent, each the parent of the one before (checked here). One synced batch.
-    Outcome<void> skeleton_extend(std::span<const SkeletonHeader> headers);
+    // tail_parent, each the parent of the one before (checked here). One LevelDB batch, fsynced when
+    // `durable`; otherwise it survives the process being killed (it is in the OS's page cache) but
+    // not a power cut, which loses a suffix of such writes, never a part of one: the skeleton
+    // stays consistent and a rerun fetches the lost headers again.
+    Outcome<void> skeleton_extend(std::span<const SkeletonHeader> headers, bool durable = true);
     // Whether the tail links to the canonical chain (or is the genesis), and what linking would
-    // replace. Reads several values under separate locks: call it from the writer's thread. Fails for a tail that links below the freezer's head (the freezer is never rewritten)
-    // and for a genesis that is not the network's.
+    // replace. Reads several values under separate locks: call it from the writer's thread. Fails for a tail that links
+    // below the freezer's head (the freezer is never rewritten) and for a genesis that is not the network's.
     Outcome<SkeletonLink> skeleton_link_point() const;
     // Moves a linked skeleton into the canonical chain, lowest first, in synced batches; each batch
     // also moves the tail up, so an interrupted move resumes where it stopped. Replaced canonical

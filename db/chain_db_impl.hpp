@@ -94,8 +94,8 @@ struct ChainDb::Impl {
 
     Outcome<void> load_head();
     Outcome<void> load_skeleton();
-    // Writes `batch` (synced), then makes `next` the skeleton readers see.
-    Outcome<void> write_skeleton(leveldb::WriteBatch& batch, const std::optional<Skeleton>& next);
+    // Writes `batch` (fsynced when durable), then makes `next` the skeleton readers see.
+    Outcome<void> write_skeleton(leveldb::WriteBatch& batch, const std::optional<Skeleton>& next, bool durable = true);
     Outcome<void> check_stores_join();
     // Appends the canonical headers [lo, hi] stored in LevelDB, ascending.
     Outcome<void> scan_kv(uint64_t lo, uint64_t hi, ItemBuffer& out) const;

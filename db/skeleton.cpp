@@ -75,8 +75,11 @@ Outcome<void> ChainDb::Impl::load_skeleton() {
     return {};
 }
 
-Outcome<void> ChainDb::Impl::write_skeleton(leveldb::WriteBatch& batch, const std::optional<Skeleton>& next) {
-    leveldb::Status st = ldb->Write(synced(), &batch);
+Outcome<void> ChainDb::Impl::write_skeleton(leveldb::WriteBatch& batch, const std::optional<Skeleton>& next,
+                                            bool durable) {
+    leveldb::WriteOptions wo;
+    wo.sync = durable;
+    leveldb::Status st = ldb->Write(wo, &batch);
     if (!st.ok()) return make_error(fmt::format("LevelDB write in {}: {}", chaindata, st.ToString()));
     std::unique_lock lock(mu);
     skeleton = next;
@@ -114,7 +117,7 @@ Outcome<void> ChainDb::skeleton_begin(const SkeletonHeader& head) {
     return impl_->write_skeleton(batch, s);
 }
 
-Outcome<void> ChainDb::skeleton_extend(std::span<const SkeletonHeader> headers) {
+Outcome<void> ChainDb::skeleton_extend(std::span<const SkeletonHeader> headers, bool durable) {
     if (headers.empty()) return {};
     if (!impl_->skeleton) return make_error("skeleton_extend: there is no skeleton");
     Skeleton s = *impl_->skeleton;
@@ -146,7 +149,7 @@ Outcome<void> ChainDb::skeleton_extend(std::span<const SkeletonHeader> headers) 
         expect_hash = peek->parent_hash;
     }
     batch.Put(slice(schema::kSkeletonKey), slice(encode_skeleton(s)));
-    return impl_->write_skeleton(batch, s);
+    return impl_->write_skeleton(batch, s, durable);
 }
 
 Outcome<SkeletonLink> ChainDb::skeleton_link_point() const {

@@ -150,6 +150,7 @@ class Syncer {
     size_t loops_{0};
     SyncProgress progress_;
     SyncResult result_;
+    p2p::Clock::time_point last_durable_{};
 };
 
 }  // namespace headerd::sync
