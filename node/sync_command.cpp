@@ -235,6 +235,7 @@ int cmd_sync(int argc, char** argv) {
     Progress fetching("Fetching headers");
     Progress linking("Linking headers");
     asio::steady_timer ticker(io);
+    bool finished = false;  // a wait that completed before cancel() must not re-arm the ticker
     std::function<void()> tick = [&] {
         const auto& p = syncer.progress();
         if (p.phase == "fetching" && p.target >= p.floor) {
@@ -245,7 +246,7 @@ int cmd_sync(int argc, char** argv) {
         }
         ticker.expires_after(std::chrono::milliseconds(200));
         ticker.async_wait([&](const boost::system::error_code& ec) {
-            if (!ec) tick();
+            if (!ec && !finished) tick();
         });
     };
     tick();
@@ -260,6 +261,7 @@ int cmd_sync(int argc, char** argv) {
             }
         }
         outcome = std::move(r);
+        finished = true;
         ticker.cancel();
         signals.cancel();
         if (http) http->stop();

@@ -155,6 +155,7 @@ asio::awaitable<Outcome<Syncer::Target>> Syncer::resolve_target() {
             auto r = co_await peer->session->request(req, timeout);
             if (!r) {
                 if (r.error().kind == p2p::RequestFailure::Kind::kTimeout) ++peer->summary.timeouts;
+                peer->summary.fate = fmt::format("no head header: {}", r.error().message);
                 spdlog::warn("No head header from peer                 peer={} error=\"{}\"", peer->summary.address,
                              r.error().message);
                 continue;
@@ -162,6 +163,7 @@ asio::awaitable<Outcome<Syncer::Target>> Syncer::resolve_target() {
             peer->summary.rtt_ms.push_back(std::chrono::duration<double, std::milli>(r->rtt).count());
             if (r->headers.empty()) {
                 ++peer->summary.empty;
+                peer->summary.fate = "does not have the head header";
                 spdlog::info("Peer does not know the head              peer={} head={}", peer->summary.address,
                              to_hex0x(want));
                 continue;
@@ -471,7 +473,8 @@ asio::awaitable<void> Syncer::peer_loop(std::shared_ptr<Peer> peer) {
 asio::awaitable<void> Syncer::close_all() {
     for (auto& peer : peers_) {
         if (peer->session && !peer->session->closed()) {
-            if (!peer->summary.dropped) peer->summary.fate = "served until the end";
+            if (!peer->summary.dropped && peer->summary.fate == "connected")
+                peer->summary.fate = "served until the end";
             co_await peer->session->close();
         }
     }

@@ -294,14 +294,19 @@ echo "ok: an honest sync into that datadir resumed from block $stored, fetched o
 
 # --- 4. kill -9 at random moments ----------------------------------------------------------------
 # One peer that waits 30 ms before each reply, 64 headers a request, one at a time: a whole run
-# takes ~4 s. Each run is killed after 0.05..0.45 s, then run again, until at least 10 kills hit a
-# live sync (and at least 5 hit it while requesting headers); then a last run finishes.
+# takes ~4 s. Each run is killed after 0.05..0.45 s, then run again, until at least KILLS kills hit
+# a live sync (and at least 5 hit it while requesting headers); then a last run finishes.
+# HEADERD_SYNC_KILLS=100 tests/sync_test.sh build/node/headerd kills it 100 times (8 headers a
+# request then, so that the sync lasts long enough).
+KILLS=${HEADERD_SYNC_KILLS:-10}
+KILL_REQUEST=64
+[ "$KILLS" -le 10 ] || KILL_REQUEST=8
 K=$WORK/kill
-KILL_ARGS=(--peer "$(enode slow)" --head "$HEAD" --max-request 64 --max-peers-in-flight 1 --verbosity 4)
+KILL_ARGS=(--peer "$(enode slow)" --head "$HEAD" --max-request "$KILL_REQUEST" --max-peers-in-flight 1 --verbosity 4)
 runs=0
 kills=0
 fetching=0
-while { [ "$kills" -lt 10 ] || [ "$fetching" -lt 5 ]; } && [ "$runs" -lt 40 ]; do
+while { [ "$kills" -lt "$KILLS" ] || [ "$fetching" -lt 5 ]; } && [ "$runs" -lt $((KILLS * 4)) ]; do
     runs=$((runs + 1))
     "$HEADERD" sync --datadir "$K" "${KILL_ARGS[@]}" >"$WORK/kill.$runs.log" 2>&1 &
     SYNC_PID=$!
@@ -315,11 +320,11 @@ while { [ "$kills" -lt 10 ] || [ "$fetching" -lt 5 ]; } && [ "$runs" -lt 40 ]; d
             kills=$((kills + 1))
             grep -q "Requesting headers" "$WORK/kill.$runs.log" && fetching=$((fetching + 1))
             ;;
-        0) fail "kill test: run $runs finished before 10 kills ($kills so far): the runs are too fast" ;;
+        0) fail "kill test: run $runs finished before $KILLS kills ($kills so far): the runs are too fast" ;;
         *) fail "kill test: run $runs exited $RC: $(tail -5 "$WORK/kill.$runs.log")" ;;
     esac
 done
-[ "$kills" -ge 10 ] && [ "$fetching" -ge 5 ] ||
+[ "$kills" -ge "$KILLS" ] && [ "$fetching" -ge 5 ] ||
     fail "kill test: $kills of $runs runs killed while running, $fetching while fetching"
 runs=$((runs + 1))
 sync_ok "kill.$runs" "$K" "${KILL_ARGS[@]}"
