@@ -13,12 +13,14 @@
 #include "core/block_header.hpp"
 #include "core/chain_config.hpp"
 #include "tests/reference_chain.hpp"
+#include "tests/side_chain.hpp"
 #include "tests/test_util.hpp"
 
 namespace headerd::sync {
 namespace {
 
 using headerd::testing::are_blocks;
+using headerd::testing::SideChain;
 
 const headerd::testing::ReferenceChain& chain() { return headerd::testing::reference_chain(); }
 const Hash32& hash_of(uint64_t n) { return chain().hashes.at(n); }
@@ -65,29 +67,12 @@ Bytes forge(ByteView rlp, const std::optional<Hash32>& parent = std::nullopt) {
     return out;
 }
 
-// A chain that leaves mainnet at block `fork`: that block with its extra-data changed, every block
-// above it up to `top` the real one re-linked to its new parent. Internally consistent throughout.
-struct SideChain {
-    uint64_t fork;
-    std::vector<Bytes> rlps;  // index i: block fork + i
-
-    SideChain(uint64_t fork_at, uint64_t top) : fork(fork_at) {
-        rlps.push_back(forge(chain().headers.at(fork)));
-        for (uint64_t n = fork + 1; n <= top; ++n) {
-            BlockHeader h = *decode_block_header(chain().headers.at(n));
-            h.parent_hash = header_hash(rlps.back());
-            Bytes out;
-            encode(out, h);
-            rlps.push_back(std::move(out));
-        }
-    }
-    ByteView header(uint64_t n) const { return rlps.at(n - fork); }
-    std::vector<ByteView> range(uint64_t origin, uint64_t amount) const {
-        std::vector<ByteView> out;
-        for (uint64_t i = 0; i < amount; ++i) out.push_back(header(origin - i));
-        return out;
-    }
-};
+// Blocks origin, origin - 1, ..., origin - amount + 1 of a side chain, as a reply lists them.
+std::vector<ByteView> side_range(const SideChain& side, uint64_t origin, uint64_t amount) {
+    std::vector<ByteView> out;
+    for (uint64_t i = 0; i < amount; ++i) out.push_back(side.rlp(origin - i));
+    return out;
+}
 
 Join no_join(uint64_t, const Hash32&, const Hash32&) { return Join::kNo; }
 
@@ -379,7 +364,7 @@ TEST(Fetcher, HeaderChangedInsideAReplyBreaksTheLinkToTheHeaderAboveIt) {
     // A block of a side chain: the right number, but not the block its upper neighbour names as parent.
     const SideChain side(8185, 8191);
     std::vector<ByteView> mixed = real(8191, 10);
-    mixed[8191 - 8186] = side.header(8186);
+    mixed[8191 - 8186] = side.rlp(8186);
     auto fault = f.deliver(a, 6, reply_of(mixed));
     ASSERT_TRUE(fault);
     EXPECT_EQ(fault->owner, 6u);
@@ -463,8 +448,8 @@ TEST(Fetcher, SideChainServedByALiarIsDroppedAndAnHonestPeerCompletesTheSync) {
     const Task t3 = must_assign(f, 20);  // liar 2
     const Task t4 = must_assign(f, 20);  // honest 1
     ASSERT_FALSE(f.deliver(t4, 1, real_reply(t4)));
-    ASSERT_FALSE(f.deliver(t3, 2, reply_of(side.range(t3.origin, t3.amount))));
-    ASSERT_FALSE(f.deliver(t2, 2, reply_of(side.range(t2.origin, t2.amount))));
+    ASSERT_FALSE(f.deliver(t3, 2, reply_of(side_range(side, t3.origin, t3.amount))));
+    ASSERT_FALSE(f.deliver(t2, 2, reply_of(side_range(side, t2.origin, t2.amount))));
     ASSERT_FALSE(f.deliver(t1, 1, real_reply(t1)));
     Log log;
     auto fault = log.advance(f, local_chain(std::nullopt));
