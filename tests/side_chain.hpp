@@ -1,9 +1,8 @@
 #pragma once
 
-// A side chain of the published mainnet headers (tests/reference_chain.hpp) for the ChainDb skeleton
-// tests (db/skeleton_test.cpp, db/skeleton_concurrency_test.cpp) and the fetcher tests
-// (sync/fetcher_test.cpp): real-looking headers that fork
-// from mainnet at a chosen block, to reorganise a stored chain with.
+// A side chain of the published mainnet headers (tests/reference_chain.hpp): real-looking headers
+// that fork from mainnet at a chosen block, to reorganise a stored chain with (db/skeleton_test.cpp,
+// db/skeleton_concurrency_test.cpp) or to lie to a fetcher with (sync/fetcher_test.cpp).
 
 #include <cstdint>
 #include <utility>
