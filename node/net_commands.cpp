@@ -82,7 +82,10 @@ int cmd_serve(int argc, char** argv) {
     auto max_pending = args->get_u64("max-pending", 64);
     if (!max_pending || *max_pending == 0) return fail("--max-pending must be a positive number");
     auto reply_delay = parse_seconds("reply-delay", args->get_or("reply-delay", "0"));
-    if (!reply_delay) return fail(reply_delay.error().message + " (milliseconds)");
+    if (!reply_delay) {
+        return fail(
+            fmt::format("--reply-delay {}: expected milliseconds (a number >= 0)", args->get_or("reply-delay", "")));
+    }
     auto workers = args->get_u64("workers", 0);
     if (!workers || *workers > 1024) return fail("--workers must be a number from 0 (one per core) to 1024");
     if (auto r = ensure_descriptors(*max_peers + *max_pending + kSpareDescriptors,

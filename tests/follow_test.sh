@@ -75,6 +75,12 @@ EB=$(cat "$WORK/b/enode")
 # A follower needs two peers to follow.
 expect_fail "--follow with one peer" "at least two peers" \
     "$HEADERD" serve --datadir "$WORK/f" --listen 127.0.0.1:0 --follow "$EA"
+expect_fail "--follow with a bad enode" "--follow enode://nope" \
+    "$HEADERD" serve --datadir "$WORK/f" --listen 127.0.0.1:0 --follow "$EA" --follow enode://nope
+expect_fail "--follow-interval 0" "--follow-interval must be a positive number" \
+    "$HEADERD" serve --datadir "$WORK/f" --listen 127.0.0.1:0 --follow "$EA" --follow "$EB" --follow-interval 0
+expect_fail "--reply-delay not a number" "--reply-delay soon" \
+    "$HEADERD" serve --datadir "$WORK/f" --listen 127.0.0.1:0 --reply-delay soon
 
 # 1. Both upstreams at 4095: the follower (at 2047) catches up and serves the new headers.
 serve f "$PF" --follow "$EA" --follow "$EB" --follow-interval 0.3 --follow-reconnect 0.3 --metrics "127.0.0.1:$MF" \
