@@ -36,13 +36,8 @@ int usage(const std::string& message) {
     return kExitUsage;
 }
 
-// The p-th percentile (0..100) of `v`, nearest rank; 0 for none.
-double percentile(std::vector<double> v, double p) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    const size_t rank = static_cast<size_t>(p / 100.0 * static_cast<double>(v.size() - 1) + 0.5);
-    return v[std::min(rank, v.size() - 1)];
-}
+// The q-quantile of a peer's request round trips, in milliseconds (0 for none).
+double rtt_ms(const sync::PeerSummary& p, double q) { return static_cast<double>(p.rtt.quantile(q)) / 1e6; }
 
 void print_peers(const std::vector<sync::PeerSummary>& peers) {
     std::cout << fmt::format("{:<22} {:<28} {:>8} {:>9} {:>8} {:>6} {:>9} {:>9}  {}\n", "peer", "client", "requests",
@@ -51,8 +46,7 @@ void print_peers(const std::vector<sync::PeerSummary>& peers) {
         std::string client = p.client.empty() ? "-" : p.client;
         if (client.size() > 28) client = client.substr(0, 25) + "...";
         std::cout << fmt::format("{:<22} {:<28} {:>8} {:>9} {:>8} {:>6} {:>7.1f}ms {:>7.1f}ms  {}\n", p.address, client,
-                                 p.requests, p.headers, p.timeouts, p.empty, percentile(p.rtt_ms, 50),
-                                 percentile(p.rtt_ms, 99), p.fate);
+                                 p.requests, p.headers, p.timeouts, p.empty, rtt_ms(p, 0.5), rtt_ms(p, 0.99), p.fate);
     }
     std::cout.flush();
 }
@@ -66,8 +60,8 @@ boost::json::object summary_json(const sync::SyncResult& r, const std::optional<
                                             {"headers", p.headers},
                                             {"timeouts", p.timeouts},
                                             {"empty", p.empty},
-                                            {"rtt_p50_ms", percentile(p.rtt_ms, 50)},
-                                            {"rtt_p99_ms", percentile(p.rtt_ms, 99)},
+                                            {"rtt_p50_ms", rtt_ms(p, 0.5)},
+                                            {"rtt_p99_ms", rtt_ms(p, 0.99)},
                                             {"connected", p.connected},
                                             {"dropped", p.dropped},
                                             {"fate", p.fate}});

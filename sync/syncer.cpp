@@ -90,6 +90,10 @@ std::string Syncer::fates() const {
     return out;
 }
 
+void Syncer::count_reply(Peer& peer, p2p::Clock::duration rtt) {
+    peer.summary.rtt.record(std::chrono::duration_cast<std::chrono::nanoseconds>(rtt));
+}
+
 void Syncer::drop(Peer& peer, const std::string& why, const char* kind) {
     if (peer.summary.dropped) return;
     peer.summary.dropped = true;
@@ -160,7 +164,7 @@ asio::awaitable<Outcome<Syncer::Target>> Syncer::resolve_target() {
                              r.error().message);
                 continue;
             }
-            peer->summary.rtt_ms.push_back(std::chrono::duration<double, std::milli>(r->rtt).count());
+            count_reply(*peer, r->rtt);
             if (r->headers.empty()) {
                 ++peer->summary.empty;
                 peer->summary.fate = "does not have the head header";
@@ -194,7 +198,7 @@ asio::awaitable<Outcome<Syncer::Target>> Syncer::resolve_target() {
         ++peer->summary.requests;
         auto r = co_await peer->session->request(by_number(number, 1, false), timeout);
         if (!r || r->headers.size() != 1) continue;
-        peer->summary.rtt_ms.push_back(std::chrono::duration<double, std::milli>(r->rtt).count());
+        count_reply(*peer, r->rtt);
         auto peek = peek_header(r->headers.front());
         if (!peek || peek->number != number) {
             drop(*peer, fmt::format("answered the request for block {} with another block", number));
@@ -450,7 +454,7 @@ asio::awaitable<void> Syncer::peer_loop(std::shared_ptr<Peer> peer) {
                 .Set(peer->session->capacity().items_per_second(
                     static_cast<uint64_t>(eth::MessageId::kGetBlockHeaders)));
         }
-        peer->summary.rtt_ms.push_back(std::chrono::duration<double, std::milli>(reply->rtt).count());
+        count_reply(*peer, reply->rtt);
         const size_t got = reply->headers.size();
         if (got == 0) {
             ++peer->summary.empty;

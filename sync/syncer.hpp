@@ -24,6 +24,7 @@
 
 #include "core/result.hpp"
 #include "db/chain_db.hpp"
+#include "load/histogram.hpp"
 #include "p2p/client_session.hpp"
 #include "p2p/node_key.hpp"
 #include "p2p/peer.hpp"
@@ -67,7 +68,7 @@ struct PeerSummary {
     uint64_t headers{0};  // headers received in replies that were not faulty
     uint64_t timeouts{0};
     uint64_t empty{0};
-    std::vector<double> rtt_ms;  // of every answered request
+    load::LatencyHistogram rtt;  // of every answered request
     bool connected{false};
     bool dropped{false};  // disconnected by us for a fault, a stall or uselessness
     std::string fate;     // what became of it, one line
@@ -131,6 +132,8 @@ class Syncer {
     Outcome<void> verify();
     // kind: the headerd_sync_peers_dropped_total reason (fault, timeout, empty, closed).
     void drop(Peer& peer, const std::string& why, const char* kind = "fault");
+    // Counts an answered request of `peer` in its summary.
+    static void count_reply(Peer& peer, p2p::Clock::duration rtt);
     void notify();
     asio::awaitable<void> wait();
     asio::awaitable<void> close_all();

@@ -283,6 +283,9 @@ grep -q "interrupted; the headers verified so far are stored (down to block [0-9
 stored=$(grep -o "stored (down to block [0-9]*)" "$WORK/int.log" | grep -o "[0-9]*")
 [ "$stored" -gt 0 ] && [ "$stored" -lt 8191 ] || fail "SIGINT: stored down to $stored"
 echo "ok: SIGINT interrupted a sync with blocks $stored..8191 stored in the skeleton"
+# Its summary measured the peer's delay: every reply came at least 30 ms after its request.
+py "$WORK/int.json" 's["peers"][0]["requests"] > 1 and 30 <= s["peers"][0]["rtt_p50_ms"] <= s["peers"][0]["rtt_p99_ms"] < 1000'
+echo "ok: the summary's RTT of a peer that waits 30 ms: p50 $(py_print "$WORK/int.json" 's["peers"][0]["rtt_p50_ms"]') ms"
 nothing_canonical "$S" "an interrupted sync"
 only mixed "$S" "no peer gave the header of head $HEAD" forged corrupt-header extra-header no-reply
 nothing_canonical "$S" "only liars after an interrupted sync"
@@ -374,6 +377,11 @@ expect_fail "no --peer" "--peer" hsync --datadir "$B" --head "$HEAD"
 expect_fail "bad enode" "--peer enode://nope" hsync --datadir "$B" --peer enode://nope --head "$HEAD"
 expect_fail "--max-request 0" "--max-request must be 1..1024" \
     hsync --datadir "$B" --peer "$E" --head "$HEAD" --max-request 0
+expect_fail "--max-peers-in-flight 0" "--max-peers-in-flight must be 1..64" \
+    hsync --datadir "$B" --peer "$E" --head "$HEAD" --max-peers-in-flight 0
+expect_fail "--request-timeout 0" "--request-timeout must be a positive number of seconds" \
+    hsync --datadir "$B" --peer "$E" --head "$HEAD" --request-timeout 0
+expect_fail "--metrics not an address" "--metrics" hsync --datadir "$B" --peer "$E" --head "$HEAD" --metrics nowhere:x
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 DEAD=${E%@*}@127.0.0.1:$PORT
 expect_fail "an unreachable peer" "no peer could be reached: 127.0.0.1:$PORT (unreachable" \
