@@ -1,9 +1,14 @@
 #include "ancient/freezer.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
+#include <xxhash.h>
+
 namespace headerd::ancient {
+
+uint32_t header_checksum(ByteView rlp) noexcept { return static_cast<uint32_t>(XXH3_64bits(rlp.data(), rlp.size())); }
 
 Freezer::Freezer(std::unique_ptr<Table> headers, std::unique_ptr<Table> hashes)
     : headers_(std::move(headers)), hashes_(std::move(hashes)) {}
@@ -29,7 +34,100 @@ Outcome<std::unique_ptr<Freezer>> Freezer::open(FileSystem& fs, std::string dir,
         f->repairs_.push_back("ancient freezer " + dir + ": table " + longer.name() + " truncated from " +
                               std::to_string(std::max(h, x)) + " to " + std::to_string(keep) + " items to match");
     }
+    if (auto r = f->open_checksums(fs, dir, opts.read_only); !r) return r.error();
     return f;
+}
+
+Outcome<void> Freezer::open_checksums(FileSystem& fs, const std::string& dir, bool read_only) {
+    const std::string path = dir + "/" + kChecksumFile;
+    const uint64_t items = this->items();
+    auto exists = fs.exists(path);
+    if (!exists) return exists.error();
+    if (read_only) {
+        if (!*exists) {
+            repairs_.push_back("ancient freezer " + dir + ": no " + kChecksumFile +
+                               " (written by another client?): reads are not checked for damage");
+            return {};
+        }
+    }
+    auto file = fs.open(path, read_only ? OpenMode::kRead : OpenMode::kReadWrite);
+    if (!file) return file.error();
+    sums_ = std::move(*file);
+    auto size = sums_->size();
+    if (!size) return size.error();
+    uint64_t have = *size / kChecksumSize;
+    if (read_only) {
+        sums_items_ = std::min(have, items);
+        return {};
+    }
+    if (*size != have * kChecksumSize || have > items) {
+        const uint64_t keep = std::min(have, items);
+        if (auto r = sums_->truncate(keep * kChecksumSize); !r) return r;
+        if (auto r = sums_->sync(); !r) return r;
+        repairs_.push_back("ancient freezer " + dir + ": " + kChecksumFile + " cut from " + std::to_string(*size) +
+                           " to " + std::to_string(keep * kChecksumSize) + " bytes to match the headers table");
+        have = keep;
+    }
+    // Checksums the file lacks (a freezer written before it existed or by another client, or a crash
+    // between the tables' sync and its own) are computed from the headers as they are now; the
+    // scrubber checks those against the chain's hash links.
+    const uint64_t from = have;
+    ItemBuffer buf;
+    ReadScratch scratch;
+    std::vector<ByteView> views;
+    while (have < items) {
+        const uint64_t n = std::min<uint64_t>(4096, items - have);
+        buf.clear();
+        if (auto r = headers_->read_range(have, n, kNoByteLimit, buf, scratch); !r) return r;
+        views.clear();
+        for (size_t i = 0; i < buf.size(); ++i) views.push_back(buf.item(i));
+        sums_items_ = have;
+        if (auto r = write_checksums(have, views); !r) return r;
+        have += n;
+    }
+    sums_items_ = have;
+    if (from < items) {
+        if (auto r = sums_->sync(); !r) return r;
+        repairs_.push_back("ancient freezer " + dir + ": computed the checksums of blocks [" + std::to_string(from) +
+                           ", " + std::to_string(items) + ") from the stored headers");
+    }
+    if (!*exists) {
+        if (auto r = fs.sync_dir(dir); !r) return r;  // the file is new
+    }
+    return {};
+}
+
+Outcome<void> Freezer::write_checksums(uint64_t first_number, std::span<const ByteView> header_rlps) {
+    sums_write_.resize(header_rlps.size() * kChecksumSize);
+    for (size_t i = 0; i < header_rlps.size(); ++i) {
+        store_be32(sums_write_.data() + i * kChecksumSize, header_checksum(header_rlps[i]));
+    }
+    if (auto r = sums_->write_at(first_number * kChecksumSize, sums_write_); !r) return r;
+    sums_items_ = std::max(sums_items_, first_number + header_rlps.size());
+    return {};
+}
+
+Outcome<void> Freezer::check(uint64_t start, size_t before, ItemBuffer& out, ReadScratch& scratch) const {
+    const size_t got = out.size() - before;
+    if (got == 0 || start >= sums_items_) return {};
+    const size_t checked = static_cast<size_t>(std::min<uint64_t>(got, sums_items_ - start));
+    scratch.sums.resize(checked * kChecksumSize);
+    auto n = sums_->read_at(start * kChecksumSize, scratch.sums);
+    if (!n) return n.error();
+    if (*n != scratch.sums.size()) {
+        return make_error(sums_->path() + ": shorter than its " + std::to_string(sums_items_) + " checksums");
+    }
+    for (size_t i = 0; i < checked; ++i) {
+        if (header_checksum(out.item(before + i)) != load_be32(scratch.sums.data() + i * kChecksumSize)) [[unlikely]] {
+            out.ends.resize(before + i);
+            out.bytes.resize(before + i == 0 ? 0 : out.ends.back());
+            return corrupt_error("ancient freezer: block " + std::to_string(start + i) +
+                                     " does not match its checksum in " + sums_->path() +
+                                     ": the stored header is damaged",
+                                 start + i);
+        }
+    }
+    return {};
 }
 
 uint64_t Freezer::items() const noexcept { return std::min(headers_->items(), hashes_->items()); }
@@ -50,9 +148,11 @@ Outcome<void> Freezer::append(uint64_t first_number, std::span<const ByteView> h
     hash_views_.clear();
     for (const Hash32& h : hashes) hash_views_.emplace_back(h);
     if (auto r = headers_->append(header_rlps); !r) return r;
-    if (auto r = hashes_->append(hash_views_); !r) {
-        // Keep the tables in step: take the headers back out.
-        if (auto undo = headers_->truncate_head(first_number); !undo) {
+    auto r = hashes_->append(hash_views_);
+    if (r && sums_) r = write_checksums(first_number, header_rlps);
+    if (!r) {
+        // Keep the tables in step: take the headers (and hashes) back out.
+        if (auto undo = truncate_head(first_number); !undo) {
             return make_error(r.error().message + "; and then " + undo.error().message);
         }
         return r;
@@ -61,22 +161,45 @@ Outcome<void> Freezer::append(uint64_t first_number, std::span<const ByteView> h
 }
 
 Outcome<void> Freezer::sync() {
+    // Checksums first: every item a synced table holds then has its durable checksum (those past the
+    // tables after a crash are cut at the next open).
+    if (sums_) {
+        if (auto r = sums_->sync(); !r) return r;
+    }
     if (auto r = headers_->sync(); !r) return r;
     return hashes_->sync();
 }
 
 Outcome<void> Freezer::truncate_head(uint64_t items) {
     if (auto r = hashes_->truncate_head(items); !r) return r;
-    return headers_->truncate_head(items);
+    if (auto r = headers_->truncate_head(items); !r) return r;
+    if (sums_ && sums_items_ > items) {
+        if (auto r = sums_->truncate(items * kChecksumSize); !r) return r;
+        if (auto r = sums_->sync(); !r) return r;
+        sums_items_ = items;
+    }
+    return {};
+}
+
+Outcome<void> Freezer::rewrite_header(uint64_t number, ByteView rlp) {
+    if (auto r = headers_->rewrite_item(number, rlp); !r) return r;
+    if (!sums_ || number >= sums_items_) return {};
+    const ByteView one[] = {rlp};
+    if (auto r = write_checksums(number, one); !r) return r;
+    return sums_->sync();
 }
 
 Outcome<void> Freezer::read_headers(uint64_t start, uint64_t count, uint64_t max_bytes, ItemBuffer& out) {
-    return headers_->read_range(start, count, max_bytes, out, scratch_);
+    return std::as_const(*this).read_headers(start, count, max_bytes, out, scratch_);
 }
 
 Outcome<void> Freezer::read_headers(uint64_t start, uint64_t count, uint64_t max_bytes, ItemBuffer& out,
                                     ReadScratch& scratch) const {
-    return headers_->read_range(start, count, max_bytes, out, scratch);
+    const size_t before = out.size();
+    auto r = headers_->read_range(start, count, max_bytes, out, scratch);
+    // The headers read before a damaged item are checked too, so that the caller can trust them.
+    if (auto c = check(start, before, out, scratch); !c) return c;
+    return r;
 }
 
 Outcome<Hash32> Freezer::read_hash(uint64_t number) { return std::as_const(*this).read_hash(number, scratch_); }
@@ -94,7 +217,9 @@ Outcome<Hash32> Freezer::read_hash(uint64_t number, ReadScratch& scratch) const 
     return h;
 }
 
-uint64_t Freezer::bytes_on_disk() const { return headers_->bytes_on_disk() + hashes_->bytes_on_disk(); }
+uint64_t Freezer::bytes_on_disk() const {
+    return headers_->bytes_on_disk() + hashes_->bytes_on_disk() + sums_items_ * kChecksumSize;
+}
 
 std::vector<std::string> Freezer::repairs() const {
     std::vector<std::string> all = headers_->repairs();

@@ -1,7 +1,9 @@
 #pragma once
 
 // The chain freezer as headerd keeps it: go-ethereum's "headers" table (snappy per item) and
-// "hashes" table (raw 32-byte hashes), item n of each being block n. Format: docs/ancient_format.md.
+// "hashes" table (raw 32-byte hashes), item n of each being block n, plus headerd's own checksum
+// file beside them ("headers.xxh3": 4 bytes per header, so that a read never returns a header whose
+// bytes rotted on disk). Format: docs/ancient_format.md.
 
 #include <cstdint>
 #include <memory>
@@ -19,6 +21,12 @@ namespace headerd::ancient {
 
 inline constexpr const char* kHeadersTable = "headers";
 inline constexpr const char* kHashesTable = "hashes";
+inline constexpr const char* kChecksumFile = "headers.xxh3";
+inline constexpr size_t kChecksumSize = 4;
+
+// The checksum of one header as the checksum file keeps it: the low 32 bits of XXH3-64 of the
+// decompressed header RLP.
+uint32_t header_checksum(ByteView rlp) noexcept;
 
 // Thread-safety and durability as for Table (table.hpp): writers need exclusive access; the const
 // readers taking a ReadScratch may run concurrently with each other. Nothing appended is durable
@@ -47,14 +55,23 @@ class Freezer {
     // Drops blocks [items, items()) from both tables. Durable when it returns.
     Outcome<void> truncate_head(uint64_t items);
 
-    // Header RLP of blocks [start, start+count), as Table::read_range.
+    // Header RLP of blocks [start, start+count), as Table::read_range, each checked against its
+    // checksum: a header that fails (or that does not decompress) ends the read with a kCorrupt error
+    // naming its block, and `out` then holds only the headers before it.
     Outcome<void> read_headers(uint64_t start, uint64_t count, uint64_t max_bytes, ItemBuffer& out);
     Outcome<void> read_headers(uint64_t start, uint64_t count, uint64_t max_bytes, ItemBuffer& out,
                                ReadScratch& scratch) const;
     Outcome<Hash32> read_hash(uint64_t number);
     Outcome<Hash32> read_hash(uint64_t number, ReadScratch& scratch) const;
 
-    uint64_t bytes_on_disk() const;  // both tables, for inspect
+    // Writes a repaired header over block `number`'s, in place (Table::rewrite_item), and its
+    // checksum. REQUIRES: rlp is the block's true header (the caller checked its hash links).
+    Outcome<void> rewrite_header(uint64_t number, ByteView rlp);
+    // Blocks [0, checked_items()) have a checksum; reads of later blocks are not checked (a read-only
+    // open of a freezer written without the checksum file; a writable open computes what is missing).
+    uint64_t checked_items() const noexcept { return sums_items_; }
+
+    uint64_t bytes_on_disk() const;  // both tables and the checksums, for inspect
     const Table& headers() const noexcept { return *headers_; }
     const Table& hashes() const noexcept { return *hashes_; }
     // What opening repaired, one line each (the tables' repairs, then the freezer's own).
@@ -62,10 +79,19 @@ class Freezer {
 
   private:
     Freezer(std::unique_ptr<Table> headers, std::unique_ptr<Table> hashes);
+    // Opens (or creates) the checksum file and brings it to the headers table's length: a partial
+    // entry or entries past the table are cut, missing ones computed from the stored headers.
+    Outcome<void> open_checksums(FileSystem& fs, const std::string& dir, bool read_only);
+    Outcome<void> write_checksums(uint64_t first_number, std::span<const ByteView> header_rlps);
+    // Checks items [before, out.size()) of `out`, blocks start.., against their checksums.
+    Outcome<void> check(uint64_t start, size_t before, ItemBuffer& out, ReadScratch& scratch) const;
 
     std::unique_ptr<Table> headers_;
     std::unique_ptr<Table> hashes_;
     std::vector<std::string> repairs_;
+    std::unique_ptr<File> sums_;  // null: no checksum file (read-only open of a freezer without one)
+    uint64_t sums_items_{0};
+    Bytes sums_write_;
     std::vector<ByteView> hash_views_;  // reused by append
     ReadScratch scratch_;
 };

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <utility>
 
 #include "ancient/test_util.hpp"
 #include "core/keccak.hpp"
@@ -76,7 +78,8 @@ TEST(Freezer, AppendSyncReopenReadBack) {
     std::vector<std::string> names;
     for (const auto& e : std::filesystem::directory_iterator(dir.path())) names.push_back(e.path().filename());
     EXPECT_THAT(names, UnorderedElementsAre("headers.cidx", "headers.0000.cdat", "headers.meta", "hashes.ridx",
-                                            "hashes.0000.rdat", "hashes.meta"));
+                                            "hashes.0000.rdat", "hashes.meta", "headers.xxh3"));
+    EXPECT_EQ(std::filesystem::file_size(dir / "headers.xxh3"), 8192u * 4);
     EXPECT_EQ(std::filesystem::file_size(dir / "hashes.0000.rdat"), 8192u * 32);
 
     auto f = open_freezer(posix, dir.path(), {kDefaultMaxFileSize, true});
@@ -162,8 +165,9 @@ TEST(Freezer, RepairTruncatesTablesToTheShorter) {
         EXPECT_EQ(testing::snapshot_dir(dir.path()), damaged);
 
         auto f = open_freezer(posix, dir.path(), {5000, false});
-        ASSERT_EQ(f->repairs().size(), 1u);
+        ASSERT_EQ(f->repairs().size(), 2u);
         EXPECT_THAT(f->repairs()[0], HasSubstr("from 100 to 61"));
+        EXPECT_THAT(f->repairs()[1], HasSubstr("headers.xxh3 cut from 400 to 244 bytes"));
         expect_blocks(*f, 61);
         append_blocks(*f, 61, 100);
         ASSERT_TRUE(f->sync());
@@ -192,6 +196,116 @@ TEST(Freezer, FailedHashesAppendTakesTheHeadersBackOut) {
     f.reset();
     f = open_freezer(posix, dir.path());
     expect_blocks(*f, 60);
+}
+
+// Where item `item` of the headers table lies in its data file (file 0 here): [begin, end).
+std::pair<uint64_t, uint64_t> item_span(const std::string& dir, uint64_t item) {
+    std::ifstream index(dir + "/headers.cidx", std::ios::binary);
+    uint8_t e[2 * kIndexEntrySize];
+    index.seekg(static_cast<std::streamoff>(item * kIndexEntrySize));
+    index.read(reinterpret_cast<char*>(e), sizeof e);
+    const IndexEntry a = IndexEntry::decode(e);
+    const IndexEntry b = IndexEntry::decode(e + kIndexEntrySize);
+    EXPECT_EQ(a.file, b.file);
+    return {item == 0 ? 0 : a.offset, b.offset};
+}
+
+void flip_byte(const std::string& path, uint64_t offset) {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(offset));
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x01);
+    f.seekp(static_cast<std::streamoff>(offset));
+    f.write(&c, 1);
+}
+
+// Bit rot: whichever stored byte of block 100 flips, a read never returns block 100. It fails with a
+// kCorrupt error naming block 100 and hands back only the (checked) headers before it.
+TEST(FreezerBitRot, AFlippedByteAnywhereInAnItemIsNeverReturned) {
+    TempDir dir;
+    auto f = open_freezer(posix, dir.path());
+    append_blocks(*f, 0, 200);
+    ASSERT_TRUE(f->sync());
+    const auto [begin, end] = item_span(dir.path(), 100);
+    ASSERT_GT(end - begin, 100u);
+    const std::string data = dir / "headers.0000.cdat";
+    size_t by_checksum = 0;
+    for (uint64_t at = begin; at < end; ++at) {
+        flip_byte(data, at);
+        ItemBuffer out;
+        auto r = f->read_headers(95, 10, kNoByteLimit, out);
+        ASSERT_FALSE(r) << "flipped byte at " << at << " was returned";
+        EXPECT_EQ(r.error().kind, ErrorKind::kCorrupt);
+        ASSERT_EQ(r.error().block, std::optional<uint64_t>(100)) << r.error().message;
+        if (r.error().message.find("checksum") != std::string::npos) ++by_checksum;
+        ASSERT_EQ(out.size(), 5u);
+        for (size_t i = 0; i < 5; ++i) ASSERT_TRUE(std::ranges::equal(out.item(i), mainnet_headers()[95 + i]));
+        flip_byte(data, at);
+    }
+    // Most flips still decompress (a changed literal byte): only the checksum catches them.
+    EXPECT_GT(by_checksum, (end - begin) / 2);
+    expect_blocks(*f, 200);
+}
+
+TEST(FreezerBitRot, RewriteHeaderRepairsInPlace) {
+    TempDir dir;
+    auto f = open_freezer(posix, dir.path());
+    append_blocks(*f, 0, 200);
+    ASSERT_TRUE(f->sync());
+    const auto [begin, end] = item_span(dir.path(), 150);
+    flip_byte(dir / "headers.0000.cdat", (begin + end) / 2);
+    ItemBuffer out;
+    ASSERT_FALSE(f->read_headers(150, 1, kNoByteLimit, out));
+    auto r = f->rewrite_header(150, mainnet_headers()[150]);
+    ASSERT_TRUE(r) << r.error().message;
+    expect_blocks(*f, 200);
+    // A header of another length cannot go in place: refused, nothing written.
+    auto other = f->rewrite_header(150, mainnet_headers()[0]);
+    ASSERT_FALSE(other);
+    EXPECT_THAT(other.error().message, HasSubstr("cannot be rewritten in place"));
+    f.reset();
+    f = open_freezer(posix, dir.path());
+    EXPECT_THAT(f->repairs(), IsEmpty());
+    expect_blocks(*f, 200);
+}
+
+// A freezer without the checksum file (geth's, or one headerd wrote before it kept checksums): a
+// writable open computes them, a read-only one reads unchecked and says so.
+TEST(FreezerBitRot, MissingOrShortChecksumFileIsRebuilt) {
+    TempDir dir;
+    {
+        auto f = open_freezer(posix, dir.path());
+        append_blocks(*f, 0, 300);
+        ASSERT_TRUE(f->sync());
+    }
+    std::filesystem::remove(dir / "headers.xxh3");
+    {
+        auto ro = open_freezer(posix, dir.path(), {kDefaultMaxFileSize, true});
+        ASSERT_EQ(ro->repairs().size(), 1u);
+        EXPECT_THAT(ro->repairs()[0], HasSubstr("reads are not checked"));
+        EXPECT_EQ(ro->checked_items(), 0u);
+        expect_blocks(*ro, 300);
+        EXPECT_FALSE(std::filesystem::exists(dir / "headers.xxh3"));
+    }
+    {
+        auto f = open_freezer(posix, dir.path());
+        ASSERT_EQ(f->repairs().size(), 1u);
+        EXPECT_THAT(f->repairs()[0], HasSubstr("computed the checksums of blocks [0, 300)"));
+        EXPECT_EQ(f->checked_items(), 300u);
+    }
+    std::filesystem::resize_file(dir / "headers.xxh3", 4 * 120 + 3);  // a torn write
+    auto f = open_freezer(posix, dir.path());
+    ASSERT_EQ(f->repairs().size(), 2u);
+    EXPECT_THAT(f->repairs()[0], HasSubstr("cut from 483 to 480 bytes"));
+    EXPECT_THAT(f->repairs()[1], HasSubstr("[120, 300)"));
+    expect_blocks(*f, 300);
+    const auto [begin, end] = item_span(dir.path(), 250);
+    flip_byte(dir / "headers.0000.cdat", end - 1);
+    ItemBuffer out;
+    auto r = f->read_headers(250, 1, kNoByteLimit, out);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().block, std::optional<uint64_t>(250));
 }
 
 TEST(Freezer, CrashAtEveryStepOfAppendAndSyncKeepsTablesInStep) {

@@ -106,6 +106,13 @@ Error Table::error_at(const std::string& path, uint64_t offset, std::string_view
                       std::string(what));
 }
 
+Error Table::corrupt_at(const std::string& path, uint64_t offset, std::string_view what, uint64_t item) const {
+    Error e = error_at(path, offset, what);
+    e.kind = ErrorKind::kCorrupt;
+    e.block = item;
+    return e;
+}
+
 Error Table::fail(Error e) {
     failed_ = e.message;
     return e;
@@ -677,6 +684,40 @@ Outcome<void> Table::sync() {
     return {};
 }
 
+Outcome<void> Table::rewrite_item(uint64_t item, ByteView bytes) {
+    if (opts_.read_only) return error("rewrite of a table opened read-only");
+    if (failed_) return error("needs reopen after an earlier failure: " + *failed_);
+    if (item < hidden_ || item >= items_) {
+        return error("rewrite of item " + std::to_string(item) + " outside [" + std::to_string(hidden_) + ", " +
+                     std::to_string(items_) + ")");
+    }
+    ByteView stored = bytes;
+    if (opts_.compressed) {
+        const size_t max = snappy::MaxCompressedLength(bytes.size());
+        char* dst = reinterpret_cast<char*>(reserve_scratch(compressed_, max));
+        size_t n = 0;
+        snappy::RawCompress(reinterpret_cast<const char*>(bytes.data()), bytes.size(), dst, &n);
+        stored = ByteView(compressed_).first(n);
+    }
+    const uint64_t rel = item - deleted_;
+    auto before = read_entry(rel);
+    if (!before) return before.error();
+    auto after = read_entry(rel + 1);
+    if (!after) return after.error();
+    const uint32_t begin = rel == 0 || before->file != after->file ? 0 : before->offset;
+    File* file = data_file(after->file);
+    if (file == nullptr || after->offset < begin || after->offset - begin != stored.size()) {
+        return error_at(index_->path(), (rel + 1) * kIndexEntrySize,
+                        "item " + std::to_string(item) + " cannot be rewritten in place: the index gives it file " +
+                            std::to_string(after->file) + " bytes " + std::to_string(begin) + ".." +
+                            std::to_string(after->offset) + ", the new bytes take " + std::to_string(stored.size()));
+    }
+    // Same length at the same place: the index and every other item stay as they are.
+    if (auto r = file->write_at(begin, stored); !r) return fail(r.error());
+    if (auto r = file->sync(); !r) return fail(r.error());
+    return {};
+}
+
 Outcome<void> Table::truncate_head(uint64_t items) {
     if (items >= items_) return {};
     if (opts_.read_only) return error("truncate of a table opened read-only");
@@ -878,10 +919,11 @@ Outcome<void> Table::read_range(uint64_t start, uint64_t count, uint64_t max_byt
         const File* file = data_file(b.file);
         const uint64_t file_size = b.file == head_file_ ? head_bytes_ : (file ? sizes_[b.file - tail_file_] : 0);
         if (!file || b.end < b.begin || b.end > file_size) [[unlikely]] {
-            return error_at(index_->path(), (rel + i + 1) * kIndexEntrySize,
-                            "bad index entry for item " + std::to_string(start + i) + ": file " +
-                                std::to_string(b.file) + " bytes " + std::to_string(b.begin) + ".." +
-                                std::to_string(b.end));
+            return corrupt_at(index_->path(), (rel + i + 1) * kIndexEntrySize,
+                              "bad index entry for item " + std::to_string(start + i) + ": file " +
+                                  std::to_string(b.file) + " bytes " + std::to_string(b.begin) + ".." +
+                                  std::to_string(b.end),
+                              start + i);
         }
         const uint64_t size = b.end - b.begin;
         const bool capped = i > 0 && stored_total + size > max_bytes;
@@ -925,8 +967,8 @@ Outcome<void> Table::read_range(uint64_t start, uint64_t count, uint64_t max_byt
         if (opts_.compressed) {
             length_bytes = read_snappy_length(src, stored, size);
             if (length_bytes == 0) [[unlikely]] {
-                return error_at(data_file(b.file)->path(), b.begin,
-                                "item " + std::to_string(start + i) + " is not snappy block data");
+                return corrupt_at(data_file(b.file)->path(), b.begin,
+                                  "item " + std::to_string(start + i) + " is not snappy block data", start + i);
             }
         }
         if (i > 0 && out_total + size > max_bytes) break;
@@ -939,8 +981,8 @@ Outcome<void> Table::read_range(uint64_t start, uint64_t count, uint64_t max_byt
             if (!plausible || !decode_snappy_elements(src + length_bytes, src + stored, out.bytes.data() + old, size))
                 [[unlikely]] {
                 out.bytes.resize(old);
-                return error_at(data_file(b.file)->path(), b.begin,
-                                "item " + std::to_string(start + i) + " is corrupt snappy data");
+                return corrupt_at(data_file(b.file)->path(), b.begin,
+                                  "item " + std::to_string(start + i) + " is corrupt snappy data", start + i);
             }
         } else {
             headerd::append(out.bytes, ByteView{src, stored});

@@ -78,6 +78,7 @@ struct ReadScratch {
     Bytes index;
     Bytes data;
     std::vector<Span> spans;  // of the items of one read_range call
+    Bytes sums;               // the checksums of one Freezer::read_headers call
     ItemBuffer items;         // for single-item helpers such as Freezer::read_hash
 };
 
@@ -115,6 +116,12 @@ class Table {
     // Drops items [items, items()); no-op if items >= items(). Deletes data files past the new head.
     // Durable when it returns. REQUIRES: items >= tail().
     Outcome<void> truncate_head(uint64_t items);
+
+    // Overwrites item `item` with `bytes` (compressed as append does), in place and synced. For
+    // repairing an item whose data rotted: it succeeds only if the new stored bytes are exactly as
+    // long as the index says the item is, so nothing else moves; otherwise an error names the item.
+    // REQUIRES: tail() <= item < items().
+    Outcome<void> rewrite_item(uint64_t item, ByteView bytes);
 
     // Appends items [start, start+count) to out (decompressed), stopping before the item that would
     // take the bytes appended by this call over max_bytes, but always appending at least one item
@@ -180,6 +187,8 @@ class Table {
     std::string data_path(uint32_t file) const { return path_of(data_file_name(name_, file, opts_.compressed)); }
     Error error(std::string_view what) const;
     Error error_at(const std::string& path, uint64_t offset, std::string_view what) const;
+    // An error_at of kind kCorrupt that names the damaged item.
+    Error corrupt_at(const std::string& path, uint64_t offset, std::string_view what, uint64_t item) const;
     File* data_file(uint32_t file) const noexcept;
 
     FileSystem& fs_;

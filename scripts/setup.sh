@@ -19,7 +19,7 @@ esac
 packages=(
     build-essential cmake ninja-build pkg-config
     libboost1.81-dev libleveldb-dev libsnappy-dev libspdlog-dev libfmt-dev
-    libsecp256k1-dev libssl-dev libcrypto++-dev prometheus-cpp-dev libtomlplusplus-dev
+    libsecp256k1-dev libssl-dev libcrypto++-dev prometheus-cpp-dev libtomlplusplus-dev libxxhash-dev
 )
 if [ -z "$build_only" ]; then
     # Tests, benchmarks, format check and fuzzing (clang), the strace-based and Prometheus tests,
