@@ -23,6 +23,7 @@
 #include "node/commands.hpp"
 #include "node/common.hpp"
 #include "p2p/client_session.hpp"
+#include "p2p/inbound_limit.hpp"
 #include "p2p/net_metrics.hpp"
 #include "p2p/node_key.hpp"
 #include "p2p/peer.hpp"
@@ -35,13 +36,38 @@ namespace {
 namespace asio = boost::asio;
 using p2p::tcp;
 
+// serve's inbound limits: --max-per-ip, --max-per-subnet, --inbound-throttle, --inbound-burst,
+// --inbound-exempt (docs/wire.md, "Inbound limits").
+Outcome<p2p::InboundLimits> inbound_limits(const Args& args) {
+    p2p::InboundLimits l = p2p::InboundLimits::defaults();
+    auto per_ip = args.get_u64("max-per-ip", l.max_per_ip);
+    if (!per_ip) return per_ip.error();
+    auto per_subnet = args.get_u64("max-per-subnet", l.max_per_subnet);
+    if (!per_subnet) return per_subnet.error();
+    auto burst = args.get_u64("inbound-burst", l.throttle_burst);
+    if (!burst || *burst == 0) return make_error("--inbound-burst must be a positive number");
+    const std::string window_text = args.get_or("inbound-throttle", "30");
+    auto window = parse_seconds("inbound-throttle", window_text);
+    if (!window) return make_error(fmt::format("--inbound-throttle {}: expected seconds (0: off)", window_text));
+    const std::string exempt_text = args.get_or("inbound-exempt", "lan");
+    auto exempt = p2p::parse_ip_prefixes(exempt_text);
+    if (!exempt) return make_error(fmt::format("--inbound-exempt {}: {}", exempt_text, exempt.error().message));
+    l.max_per_ip = *per_ip;
+    l.max_per_subnet = *per_subnet;
+    l.throttle_burst = *burst;
+    l.throttle_window = std::chrono::duration_cast<p2p::Clock::duration>(std::chrono::duration<double>(*window));
+    l.exempt = std::move(*exempt);
+    return l;
+}
+
 }  // namespace
 
 int cmd_serve(int argc, char** argv) {
     const CommandSpec spec{
         "serve",
         "serve the stored headers to devp2p peers (RLPx, eth/68 to eth/72)",
-        "--datadir DIR [--listen HOST:PORT] [--max-peers N] [--max-pending N] [--workers N] [--metrics HOST:PORT]",
+        "--datadir DIR [--listen HOST:PORT] [--max-peers N] [--max-pending N] [--workers N] [--metrics HOST:PORT] "
+        "[--max-per-ip N] [--max-per-subnet N] [--inbound-throttle S] [--inbound-burst N] [--inbound-exempt LIST]",
         {datadir_option(),
          {"listen", "[HOST:]PORT", "TCP address to accept peers on (host 127.0.0.1 if absent; port 0: any free port)",
           "127.0.0.1:30303", false},
@@ -53,6 +79,14 @@ int cmd_serve(int argc, char** argv) {
          {"max-pending", "N",
           "connections in the RLPx handshake at once; more wait in the listen backlog until one finishes", "64", false},
          {"workers", "N", "threads serving peers (0: one per core)", "0", false},
+         {"max-per-ip", "N", "inbound connections from one IP address (IPv6: one /64); 0: no limit", "4", false},
+         {"max-per-subnet", "N", "inbound connections from one IPv4 /24 or IPv6 /48; 0: no limit", "10", false},
+         {"inbound-throttle", "SECONDS", "window of the reconnect throttle per IP address (0: off)", "30", false},
+         {"inbound-burst", "N", "connections accepted from one IP address per --inbound-throttle window", "3", false},
+         {"inbound-exempt", "LIST",
+          "addresses the inbound limits do not apply to: CIDR ranges, addresses, lan, loopback or none, "
+          "comma-separated",
+          "lan", false},
          {"follow", "ENODE",
           "keep the datadir current from this peer (repeat; a head is adopted when a majority, at least two, agree)",
           "", false, true},
@@ -86,6 +120,8 @@ int cmd_serve(int argc, char** argv) {
         return fail(
             fmt::format("--reply-delay {}: expected milliseconds (a number >= 0)", args->get_or("reply-delay", "")));
     }
+    auto inbound = inbound_limits(*args);
+    if (!inbound) return fail(inbound.error().message);
     auto workers = args->get_u64("workers", 0);
     if (!workers || *workers > 1024) return fail("--workers must be a number from 0 (one per core) to 1024");
     if (auto r = ensure_descriptors(*max_peers + *max_pending + kSpareDescriptors,
@@ -133,6 +169,7 @@ int cmd_serve(int argc, char** argv) {
     std::unique_ptr<metrics::Metrics> registry;
     std::unique_ptr<p2p::NetMetrics> net_metrics;
     std::unique_ptr<sync::SyncMetrics> sync_metrics;
+    std::unique_ptr<p2p::InboundMetrics> inbound_metrics;
     if (metrics_at) {
         registry = std::make_unique<metrics::Metrics>(kVersion, kCommit);
         net_metrics = std::make_unique<p2p::NetMetrics>(registry->families());
@@ -142,6 +179,7 @@ int cmd_serve(int argc, char** argv) {
             follow.sync.metrics = sync_metrics.get();
         }
         db.set_read_observer(net_metrics.get());
+        inbound_metrics = std::make_unique<p2p::InboundMetrics>(registry->registry());
     }
     p2p::ServerOptions options;
     options.listen = *listen;
@@ -150,6 +188,8 @@ int cmd_serve(int argc, char** argv) {
     options.metrics = net_metrics.get();
     options.client_id = kClientId;
     options.reply_delay = std::chrono::microseconds(static_cast<int64_t>(*reply_delay * 1000.0));
+    options.inbound = std::move(*inbound);
+    options.inbound_metrics = inbound_metrics.get();
     p2p::Server server(control, pool, db, *key, options);
     if (auto r = server.listen(); !r) return fail(r.error().message);
     std::optional<metrics::HttpServer> http;

@@ -63,6 +63,7 @@ Server::Server(asio::io_context& control, WorkerPool& workers, const db::ChainDb
       options_(std::move(options)),
       headers_(db),
       admission_(options_.max_peers, options_.max_pending, key.public_key().bytes()),
+      inbound_(options_.inbound),
       acceptor_(control),
       accept_wake_(control, Clock::time_point::max()),
       per_worker_(workers.size()) {
@@ -153,16 +154,39 @@ asio::awaitable<void> Server::accept_loop() {
             co_await backoff.async_wait(kTuple);
             continue;
         }
-        spawn(worker, std::move(socket));
+        // A socket already gone has no remote address; its session's first read says so.
+        boost::system::error_code gone;
+        const tcp::endpoint remote = socket.remote_endpoint(gone);
+        std::optional<asio::ip::address> counted;
+        if (!gone) {
+            if (!admit_inbound(remote)) {
+                socket.close(gone);
+                admission_.end_handshake();
+                continue;
+            }
+            counted = remote.address();
+        }
+        spawn(worker, std::move(socket), std::move(counted));
     }
 }
 
-void Server::spawn(Worker& worker, tcp::socket socket) {
+bool Server::admit_inbound(const tcp::endpoint& remote) {
+    const auto rejected = inbound_.admit(remote.address(), Clock::now());
+    if (!rejected) return true;
+    if (options_.inbound_metrics != nullptr) options_.inbound_metrics->rejected(*rejected).Increment();
+    spdlog::debug("Inbound connection refused               peer={}:{} reason={}", remote.address().to_string(),
+                  remote.port(), reject_label(*rejected));
+    return false;
+}
+
+void Server::spawn(Worker& worker, tcp::socket socket, std::optional<asio::ip::address> counted) {
     sessions_.fetch_add(1, std::memory_order_relaxed);
-    asio::co_spawn(worker.io(), start_session(worker, std::move(socket)), [this](std::exception_ptr e) {
-        sessions_.fetch_sub(1, std::memory_order_relaxed);
-        log_exceptions("Peer session")(e);
-    });
+    asio::co_spawn(worker.io(), start_session(worker, std::move(socket)),
+                   [this, counted = std::move(counted)](std::exception_ptr e) {
+                       if (counted) inbound_.release(*counted);
+                       sessions_.fetch_sub(1, std::memory_order_relaxed);
+                       log_exceptions("Peer session")(e);
+                   });
 }
 
 asio::awaitable<void> Server::start_session(Worker& worker, tcp::socket socket) {

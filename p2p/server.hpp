@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -28,6 +29,7 @@
 #include "p2p/admission.hpp"
 #include "p2p/connection.hpp"
 #include "p2p/eth/serve.hpp"
+#include "p2p/inbound_limit.hpp"
 #include "p2p/net_metrics.hpp"
 #include "p2p/rlpx/secp256k1.hpp"
 #include "p2p/worker.hpp"
@@ -52,6 +54,11 @@ struct ServerOptions {
     const NetMetrics* metrics{nullptr};
     // Test option: delay before each GetBlockHeaders is served (ServeContext::reply_delay).
     Clock::duration reply_delay{};
+    // Per-address and per-subnet connection limits and the reconnect throttle, checked as each
+    // connection is accepted; a refused one is closed before any byte is read.
+    InboundLimits inbound{InboundLimits::defaults()};
+    // Counts the refused connections by reason; nullptr: metrics off. REQUIRES: outlives the server.
+    const InboundMetrics* inbound_metrics{nullptr};
 };
 
 class Server {
@@ -88,7 +95,9 @@ class Server {
     asio::awaitable<void> start_session(Worker& worker, tcp::socket socket);
     asio::awaitable<void> run_session(Worker& worker, std::shared_ptr<Session> session);
     asio::awaitable<void> serve_session(Worker& worker, Session& session, bool& serving);
-    void spawn(Worker& worker, tcp::socket socket);
+    void spawn(Worker& worker, tcp::socket socket, std::optional<asio::ip::address> counted);
+    // Whether the inbound limits let a connection from `remote` in (counted until it closes if so).
+    bool admit_inbound(const tcp::endpoint& remote);
 
     asio::io_context& control_;
     WorkerPool& workers_;
@@ -97,6 +106,7 @@ class Server {
     ServerOptions options_;
     eth::HeaderServer headers_;
     PeerAdmission admission_;
+    InboundLimiter inbound_;
     tcp::acceptor acceptor_;
     asio::steady_timer accept_wake_;  // never expires; cancelled when a handshake slot frees
     std::vector<WorkerSessions> per_worker_;
