@@ -4,6 +4,8 @@
 #include <array>
 #include <exception>
 #include <optional>
+#include <sstream>
+#include <string_view>
 #include <unordered_set>
 #include <utility>
 
@@ -18,6 +20,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/message.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -155,11 +158,22 @@ Response respond(State& s, const Request& req) {
 std::optional<Response> reply_to_read_error(const boost::system::error_code& ec) {
     if (ec.category() != http::make_error_code(http::error::bad_target).category()) return std::nullopt;
     if (ec == http::error::end_of_stream || ec == http::error::partial_message) return std::nullopt;
+    std::optional<Response> reply;
     if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
-        return text_response(http::status::request_header_fields_too_large, 11, "request header too large\n");
+        reply = text_response(http::status::request_header_fields_too_large, 11, "request header too large\n");
+    } else {
+        reply = text_response(http::status::bad_request, 11, "bad request\n");
     }
-    return text_response(http::status::bad_request, 11, "bad request\n");
+    reply->keep_alive(false);
+    reply->prepare_payload();
+    return reply;
 }
+
+// Every request of a connection is read by a fresh parser with these limits, into a buffer made
+// by request_buffer().
+using RequestParser = http::request_parser<http::empty_body>;
+void limit(RequestParser& parser) { parser.header_limit(kMaxHeaderBytes); }
+beast::flat_buffer request_buffer() { return beast::flat_buffer(kMaxBufferedBytes); }
 
 void close(beast::tcp_stream& stream) {
     boost::system::error_code ignored;
@@ -186,17 +200,15 @@ asio::awaitable<void> linger(std::shared_ptr<beast::tcp_stream> stream, std::chr
 }
 
 asio::awaitable<void> run_session(std::shared_ptr<State> s, std::shared_ptr<beast::tcp_stream> stream) {
-    beast::flat_buffer buffer(kMaxBufferedBytes);
+    beast::flat_buffer buffer = request_buffer();
     while (!s->stopping) {
-        http::request_parser<http::empty_body> parser;
-        parser.header_limit(kMaxHeaderBytes);
+        RequestParser parser;
+        limit(parser);
         stream->expires_after(s->options.timeout);
         const auto [read_ec, read_n] = co_await http::async_read(*stream, buffer, parser, kTuple);
         if (s->stopping) break;
         if (read_ec) {
             if (auto reply = reply_to_read_error(read_ec)) {
-                reply->keep_alive(false);
-                reply->prepare_payload();
                 stream->expires_after(s->options.timeout);
                 const auto [write_ec, write_n] = co_await http::async_write(*stream, *reply, kTuple);
                 if (!write_ec && !s->stopping) co_await linger(stream, s->options.timeout);
@@ -244,7 +256,70 @@ asio::awaitable<void> accept_loop(std::shared_ptr<State> s) {
     }
 }
 
+// A SyncReadStream over bytes already received; then end of stream, as when the client shuts down
+// its sending side.
+class BytesStream {
+  public:
+    explicit BytesStream(std::string_view bytes) : rest_(bytes) {}
+    template <class MutableBuffers>
+    size_t read_some(const MutableBuffers& buffers, boost::system::error_code& ec) {
+        ec = {};
+        if (rest_.empty()) {
+            ec = asio::error::eof;
+            return 0;
+        }
+        const size_t n = asio::buffer_copy(buffers, asio::buffer(rest_.data(), rest_.size()));
+        rest_.remove_prefix(n);
+        return n;
+    }
+    template <class MutableBuffers>
+    size_t read_some(const MutableBuffers& buffers) {
+        boost::system::error_code ec;
+        const size_t n = read_some(buffers, ec);
+        if (ec) throw boost::system::system_error(ec);
+        return n;
+    }
+
+  private:
+    std::string_view rest_;
+};
+
+template <class Message>
+std::string wire(const Message& m) {
+    std::ostringstream out;
+    out << m;
+    return std::move(out).str();
+}
+
 }  // namespace
+
+namespace detail {
+
+std::vector<std::string> answer_bytes(std::string_view bytes,
+                                      std::vector<std::weak_ptr<prometheus::Collectable>> collectables,
+                                      std::function<Health()> health) {
+    asio::io_context io;
+    State s(io, std::move(collectables), std::move(health), HttpOptions{});
+    BytesStream stream(bytes);
+    beast::flat_buffer buffer = request_buffer();
+    std::vector<std::string> replies;
+    for (;;) {
+        RequestParser parser;
+        limit(parser);
+        boost::system::error_code ec;
+        http::read(stream, buffer, parser, ec);
+        if (ec) {
+            if (auto reply = reply_to_read_error(ec)) replies.push_back(wire(*reply));
+            break;
+        }
+        const Response res = respond(s, parser.get());
+        replies.push_back(wire(res));
+        if (!res.keep_alive()) break;
+    }
+    return replies;
+}
+
+}  // namespace detail
 
 HttpServer::HttpServer(asio::io_context& io, std::vector<std::weak_ptr<prometheus::Collectable>> collectables,
                        std::function<Health()> health, HttpOptions options)

@@ -46,6 +46,16 @@ struct HttpOptions {
 // Content-Type of /metrics replies.
 inline constexpr std::string_view kPrometheusTextContentType = "text/plain; version=0.0.4; charset=utf-8";
 
+namespace detail {
+// What a connection of the server answers a client that sends `bytes` and then closes its sending
+// side: each reply as written on the wire, in order. The session's own parser limits, request
+// handling and error replies run over an in-memory stream instead of a socket (for the fuzz target
+// and tests); `collectables` and `health` as for HttpServer.
+std::vector<std::string> answer_bytes(std::string_view bytes,
+                                      std::vector<std::weak_ptr<prometheus::Collectable>> collectables,
+                                      std::function<Health()> health);
+}  // namespace detail
+
 class HttpServer {
   public:
     // `collectables` are collected, in order, on every scrape; expired ones are skipped. Their

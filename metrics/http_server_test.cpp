@@ -432,5 +432,41 @@ TEST_F(HttpServerTest, PromtoolAcceptsScrape) {
     std::filesystem::remove(output);
 }
 
+// detail::answer_bytes is the server's parsing and handling without a socket (what http_fuzz
+// drives): a real Prometheus 2.42 scrape request (captured from Debian 12's prometheus), then a
+// pipelined HEAD and a closing GET, then a header over the limit.
+TEST(HttpAnswerBytes, AnswersAsTheServerDoes) {
+    auto registry = std::make_shared<prometheus::Registry>();
+    prometheus::BuildCounter().Name("headerd_test_events_total").Help("h").Register(*registry).Add({}).Increment();
+    const auto health = [] { return Health{true, "ok\n"}; };
+    const std::string scrape =
+        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:16060\r\nUser-Agent: Prometheus/2.42.0+ds\r\n"
+        "Accept: application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+        "text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\nAccept-Encoding: gzip\r\n"
+        "X-Prometheus-Scrape-Timeout-Seconds: 1\r\n\r\n";
+    auto replies = detail::answer_bytes(scrape, {registry}, health);
+    ASSERT_EQ(replies.size(), 1u);
+    EXPECT_TRUE(replies[0].starts_with("HTTP/1.1 200 OK\r\n")) << replies[0];
+    EXPECT_NE(replies[0].find(kPrometheusTextContentType), std::string::npos) << replies[0];
+    EXPECT_NE(replies[0].find("headerd_test_events_total 1"), std::string::npos) << replies[0];
+
+    replies = detail::answer_bytes(
+        "HEAD /healthz HTTP/1.1\r\nHost: a\r\n\r\nGET /healthz HTTP/1.1\r\nConnection: close\r\n\r\nGET /", {}, health);
+    ASSERT_EQ(replies.size(), 2u);
+    EXPECT_TRUE(replies[0].starts_with("HTTP/1.1 200 OK\r\n")) << replies[0];
+    EXPECT_NE(replies[0].find("Content-Length: 3\r\n"), std::string::npos) << replies[0];
+    EXPECT_TRUE(replies[0].ends_with("\r\n\r\n")) << replies[0];  // no body
+    EXPECT_TRUE(replies[1].ends_with("\r\n\r\nok\n")) << replies[1];
+    EXPECT_NE(replies[1].find("Connection: close"), std::string::npos) << replies[1];
+
+    replies = detail::answer_bytes("GET /metrics HTTP/1.1\r\nX: " + std::string(9000, 'a') + "\r\n\r\n", {}, health);
+    ASSERT_EQ(replies.size(), 1u);
+    EXPECT_TRUE(replies[0].starts_with("HTTP/1.1 431 ")) << replies[0];
+    replies = detail::answer_bytes("BREW /coffee HTCPCP/1.0\r\n\r\n", {}, health);
+    ASSERT_EQ(replies.size(), 1u);
+    EXPECT_TRUE(replies[0].starts_with("HTTP/1.1 400 ")) << replies[0];
+    EXPECT_TRUE(detail::answer_bytes("", {}, health).empty());
+}
+
 }  // namespace
 }  // namespace headerd::metrics
