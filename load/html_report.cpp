@@ -723,7 +723,8 @@ void profile_tables(std::string& out, const json::object& report) {
             const auto reasons = reasons_of(verdicts);
             for (const auto& [reason, count] : reasons) {
                 auto it = std::find_if(all_reasons.begin(), all_reasons.end(),
-                                       [&](const auto& r) { return r.first == reason; });
+                                       // An init-capture: clang 14 cannot capture a structured binding.
+                                       [&name = reason](const auto& r) { return r.first == name; });
                 if (it == all_reasons.end()) {
                     all_reasons.emplace_back(reason, count);
                 } else {
