@@ -116,9 +116,16 @@ Outcome<std::unique_ptr<ChainDb>> ChainDb::open(const std::string& datadir, cons
         fs::create_directories(datadir, ec);
         if (ec) return make_error(fmt::format("cannot create datadir {}: {}", datadir, ec.message()));
     }
-    if (!options.create_if_missing && !fs::is_directory(impl->chaindata, ec)) {
-        return make_error(
-            fmt::format("datadir {} holds no chain database (no chaindata/); import or generate first", datadir));
+    // A LevelDB exists once its CURRENT file does: a process killed while creating one can leave
+    // chaindata/ without it, which holds no chain either.
+    if (!options.create_if_missing) {
+        const fs::path current = fs::path(impl->chaindata) / "CURRENT";
+        const bool exists = fs::exists(current, ec);
+        if (ec) return make_error(fmt::format("cannot access {}: {}", current.string(), ec.message()));
+        if (!exists) {
+            return make_error(fmt::format(
+                "datadir {} holds no chain database (no chaindata/CURRENT); import or generate first", datadir));
+        }
     }
     if (!options.read_only) {
         fs::create_directories(ancient_dir, ec);
@@ -133,6 +140,30 @@ Outcome<std::unique_ptr<ChainDb>> ChainDb::open(const std::string& datadir, cons
                                       "another datadir",
                                       datadir, *holder),
                           ErrorKind::kInUse);
+    }
+
+    if (options.fs == nullptr) {
+        impl->owned_fs = std::make_unique<ancient::PosixFileSystem>();
+        impl->fs = impl->owned_fs.get();
+    } else {
+        impl->fs = options.fs;
+    }
+    auto open_freezer = [&]() -> Outcome<void> {
+        ancient::Freezer::Options fopts;
+        fopts.max_file_size = options.ancient_max_file_size;
+        fopts.read_only = options.read_only;
+        auto freezer = ancient::Freezer::open(*impl->fs, ancient_dir, fopts);
+        if (!freezer) return freezer.error();
+        impl->freezer = std::move(*freezer);
+        impl->ancient_items = impl->freezer->items();
+        return {};
+    };
+    // A new database gets its freezer tables before LevelDB writes CURRENT, so that a process
+    // killed while creating them leaves a datadir without a database rather than a LevelDB whose
+    // freezer a read-only open cannot read.
+    const bool creating = !options.read_only && !fs::exists(fs::path(impl->chaindata) / "CURRENT", ec);
+    if (creating) {
+        if (auto r = open_freezer(); !r) return r.error();
     }
 
     leveldb::Options lopts;
@@ -155,19 +186,9 @@ Outcome<std::unique_ptr<ChainDb>> ChainDb::open(const std::string& datadir, cons
     if (!s.ok()) return make_error(fmt::format("cannot open LevelDB at {}: {}", impl->chaindata, s.ToString()));
     impl->ldb.reset(raw);
 
-    if (options.fs == nullptr) {
-        impl->owned_fs = std::make_unique<ancient::PosixFileSystem>();
-        impl->fs = impl->owned_fs.get();
-    } else {
-        impl->fs = options.fs;
+    if (!creating) {
+        if (auto r = open_freezer(); !r) return r.error();
     }
-    ancient::Freezer::Options fopts;
-    fopts.max_file_size = options.ancient_max_file_size;
-    fopts.read_only = options.read_only;
-    auto freezer = ancient::Freezer::open(*impl->fs, ancient_dir, fopts);
-    if (!freezer) return freezer.error();
-    impl->freezer = std::move(*freezer);
-    impl->ancient_items = impl->freezer->items();
 
     auto version = impl->get(slice(schema::kVersionKey));
     if (!version) return version.error();
@@ -330,7 +351,7 @@ Outcome<void> ChainDb::set_config(const ChainConfig& config) {
     batch.Put(slice(schema::kVersionKey), slice(ver));
     leveldb::WriteOptions wo;
     wo.sync = true;
-    leveldb::Status s = impl_->ldb->Write(wo, &batch);
+    leveldb::Status s = impl_->write(wo, &batch);
     if (!s.ok()) return make_error(fmt::format("LevelDB write in {}: {}", impl_->chaindata, s.ToString()));
     impl_->config = config;
     return {};
@@ -379,7 +400,7 @@ Outcome<void> ChainDb::append(std::span<const NewHeader> headers) {
     batch.Put(slice(schema::kHeadTdKey), slice(td));
     leveldb::WriteOptions wo;
     wo.sync = true;
-    leveldb::Status s = impl_->ldb->Write(wo, &batch);
+    leveldb::Status s = impl_->write(wo, &batch);
     if (!s.ok()) return make_error(fmt::format("LevelDB write in {}: {}", impl_->chaindata, s.ToString()));
 
     std::unique_lock lock(impl_->mu);
@@ -392,7 +413,7 @@ Outcome<void> ChainDb::Impl::finish_height(KvScan& scan, ItemBuffer& out) const 
     const uint64_t n = scan.n;
     const std::vector<Hash32>& candidates = scan.candidates;
     if (!scan.canonical) {
-        return make_error(fmt::format("LevelDB in {} has no canonical hash for block {}", chaindata, n));
+        return corrupt_error(fmt::format("LevelDB in {} has no canonical hash for block {}", chaindata, n), n);
     }
     const Hash32& canonical = *scan.canonical;
     size_t keep = candidates.size();
@@ -400,7 +421,8 @@ Outcome<void> ChainDb::Impl::finish_height(KvScan& scan, ItemBuffer& out) const 
         if (candidates[i] == canonical) keep = i;
     }
     if (keep == candidates.size()) {
-        return make_error(fmt::format("LevelDB in {}: header {} {} is missing", chaindata, n, to_hex0x(canonical)));
+        return corrupt_error(fmt::format("LevelDB in {}: header {} {} is missing", chaindata, n, to_hex0x(canonical)),
+                             n);
     }
     if (candidates.size() > 1) {
         // Side-chain headers at this height: keep only the canonical one (rare; moves bytes once).
@@ -414,13 +436,15 @@ Outcome<void> ChainDb::Impl::finish_height(KvScan& scan, ItemBuffer& out) const 
     const ByteView rlp = out.item(scan.group_begin);
     auto peek = peek_header(rlp);
     if (!peek || peek->number != n) {
-        return make_error(
+        return corrupt_error(
             fmt::format("LevelDB in {}: header {} is corrupt{}", chaindata, n,
-                        peek ? fmt::format(" (it says block {})", peek->number) : ": " + peek.error().message()));
+                        peek ? fmt::format(" (it says block {})", peek->number) : ": " + peek.error().message()),
+            n);
     }
     if (scan.have_parent && peek->parent_hash != scan.parent) {
-        return make_error(fmt::format("LevelDB in {}: header {} parent hash {} does not link to block {} hash {}",
-                                      chaindata, n, to_hex0x(peek->parent_hash), n - 1, to_hex0x(scan.parent)));
+        return corrupt_error(fmt::format("LevelDB in {}: header {} parent hash {} does not link to block {} hash {}",
+                                         chaindata, n, to_hex0x(peek->parent_hash), n - 1, to_hex0x(scan.parent)),
+                             n);
     }
     scan.parent = canonical;
     scan.have_parent = true;
@@ -433,7 +457,7 @@ Outcome<void> ChainDb::Impl::scan_kv(uint64_t lo, uint64_t hi, ItemBuffer& out) 
     // stored header at that height; the header whose hash is the canonical one is kept. Parent
     // links are checked against the previous header's hash (taken from its key, so nothing is
     // hashed), which also catches a canonical mapping that does not form a chain.
-    std::unique_ptr<leveldb::Iterator> it(ldb->NewIterator(leveldb::ReadOptions()));
+    std::unique_ptr<leveldb::Iterator> it(ldb->NewIterator(read_options()));
     const auto start = schema::canonical_key(lo);
     it->Seek(leveldb::Slice(reinterpret_cast<const char*>(start.data()), 9));
 
@@ -449,7 +473,8 @@ Outcome<void> ChainDb::Impl::scan_kv(uint64_t lo, uint64_t hi, ItemBuffer& out) 
         if (num != scan.n) {
             if (auto r = finish_height(scan, out); !r) return r;
             if (num != scan.n + 1) {
-                return make_error(fmt::format("LevelDB in {}: header {} is missing", chaindata, scan.n + 1));
+                return corrupt_error(fmt::format("LevelDB in {}: header {} is missing", chaindata, scan.n + 1),
+                                     scan.n + 1);
             }
             scan.n = num;
             scan.group_begin = out.size();
@@ -473,10 +498,15 @@ Outcome<void> ChainDb::Impl::scan_kv(uint64_t lo, uint64_t hi, ItemBuffer& out) 
         }
     }
     if (!it->status().ok()) {
-        return make_error(fmt::format("LevelDB scan in {}: {}", chaindata, it->status().ToString()));
+        // The damaged table block holds the height being read or the next one; the mark may be one
+        // too low, and the scrubber clears a mark on a header it finds sound.
+        const bool done = scan.canonical && !scan.candidates.empty();
+        return leveldb_error(it->status(), "scan", done ? scan.n + 1 : scan.n);
     }
     if (auto r = finish_height(scan, out); !r) return r;
-    if (scan.n != hi) return make_error(fmt::format("LevelDB in {}: header {} is missing", chaindata, scan.n + 1));
+    if (scan.n != hi) {
+        return corrupt_error(fmt::format("LevelDB in {}: header {} is missing", chaindata, scan.n + 1), scan.n + 1);
+    }
     return {};
 }
 
@@ -488,6 +518,11 @@ Outcome<void> ChainDb::header_range(uint64_t from, uint64_t count, Order order, 
 
 Outcome<void> ChainDb::append_header_range(uint64_t from, uint64_t count, Order order, ItemBuffer& out,
                                            size_t max_bytes) const {
+    return read_range(from, count, order, out, max_bytes, true);
+}
+
+Outcome<void> ChainDb::read_range(uint64_t from, uint64_t count, Order order, ItemBuffer& out, size_t max_bytes,
+                                  bool gate) const {
     const size_t first = out.size();  // the items before it are the caller's
     const size_t base = out.bytes.size();
     std::shared_lock lock(impl_->mu);
@@ -502,6 +537,12 @@ Outcome<void> ChainDb::append_header_range(uint64_t from, uint64_t count, Order 
         hi = from;
         lo = from - std::min(count - 1, from);
     }
+    if (gate && impl_->range_damaged(lo, hi)) {
+        return corrupt_error(fmt::format("blocks {}..{} hold a damaged header (found by a read or the scrubber; "
+                                         "headerd repair, or serve --follow, fetches it again)",
+                                         lo, hi),
+                             lo);
+    }
     const uint64_t ancient = impl_->ancient_items;
     const bool has_ancient = lo < ancient;
     const bool has_kv = hi >= ancient;
@@ -509,23 +550,31 @@ Outcome<void> ChainDb::append_header_range(uint64_t from, uint64_t count, Order 
     const uint64_t kv_lo = has_ancient ? ancient : lo;
 
     ReadObserver* const observer = impl_->observer;
+    // A damaged header found by a read is marked, so that later reads refuse its ranges at once.
+    auto marked = [&](Outcome<void> r) -> Outcome<void> {
+        if (!r && r.error().kind == ErrorKind::kCorrupt && r.error().block) [[unlikely]]
+            impl_->mark(*r.error().block);
+        return r;
+    };
     auto read_ancient = [&](uint64_t cap) -> Outcome<void> {
         std::shared_lock flock(impl_->freezer_mu);
         const ancient::Freezer& freezer = *impl_->freezer;
-        if (observer == nullptr) return freezer.read_headers(lo, ancient_hi - lo + 1, cap, out, freezer_scratch());
+        if (observer == nullptr) {
+            return marked(freezer.read_headers(lo, ancient_hi - lo + 1, cap, out, freezer_scratch()));
+        }
         const size_t before = out.size();
         const auto start = std::chrono::steady_clock::now();
         auto r = freezer.read_headers(lo, ancient_hi - lo + 1, cap, out, freezer_scratch());
         observer->on_read(Store::kAncient, out.size() - before, std::chrono::steady_clock::now() - start);
-        return r;
+        return marked(std::move(r));
     };
     auto read_kv = [&]() -> Outcome<void> {
-        if (observer == nullptr) return impl_->scan_kv(kv_lo, hi, out);
+        if (observer == nullptr) return marked(impl_->scan_kv(kv_lo, hi, out));
         const size_t before = out.size();
         const auto start = std::chrono::steady_clock::now();
         auto r = impl_->scan_kv(kv_lo, hi, out);
         observer->on_read(Store::kLevelDb, out.size() - before, std::chrono::steady_clock::now() - start);
-        return r;
+        return marked(std::move(r));
     };
 
     if (order == Order::kAscending) {
@@ -662,7 +711,7 @@ Outcome<uint64_t> ChainDb::freeze(const FreezeOptions& options) {
         }
         leveldb::WriteOptions wo;
         wo.sync = true;
-        leveldb::Status s = impl_->ldb->Write(wo, &del);
+        leveldb::Status s = impl_->write(wo, &del);
         if (!s.ok()) return make_error(fmt::format("freeze: LevelDB delete in {}: {}", impl_->chaindata, s.ToString()));
         impl_->kv_low = to;
         lock.unlock();

@@ -16,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/bytes.hpp"
 #include "core/chain_config.hpp"
@@ -196,9 +197,45 @@ class ChainDb {
     // Deletes the skeleton and its headers.
     Outcome<void> skeleton_drop();
 
+    // --- Damage: stored headers that rotted (db/scrub.cpp; docs/operations.md, "Bit rot") ---
+    // A read that meets a damaged header (a freezer checksum or a LevelDB block checksum that fails,
+    // bytes that do not decode or link) fails with a kCorrupt error and marks the block damaged.
+    // header_range then refuses every range that holds a damaged block without reading it, until
+    // repair_header (or a scrub that finds the block sound) clears the mark.
+    std::vector<uint64_t> damaged_blocks() const;  // ascending
+    void mark_damaged(uint64_t block) const;
+    // Checks blocks top, top-1, ... down to top-count+1 (or 0) against the chain's hash links: each
+    // header must hash to `expect` (for the head: the stored head hash) and its parent hash is what
+    // the block below must hash to. A header that cannot be read or does not match is marked
+    // damaged and the walk goes on from the stored canonical hash of the block below; one that
+    // matches loses any mark it had. Reads here ignore the marks.
+    struct ScrubStep {
+        uint64_t checked{0};
+        std::vector<uint64_t> damaged;      // found in this step, descending
+        std::optional<Hash32> next_expect;  // what block top-checked must hash to, when known
+    };
+    Outcome<ScrubStep> scrub(uint64_t top, uint64_t count, std::optional<Hash32> expect);
+    // What a repaired header of block `number` must hash to: the parent hash in block number+1's
+    // stored header (the head hash for the head), checked itself against the block above when that
+    // one is damaged too; nullopt if nothing above can vouch for it.
+    Outcome<std::optional<Hash32>> expected_hash(uint64_t number) const;
+    // Writes the true header of a damaged block back: it must hash to expected_hash(number) and its
+    // parent hash must be the hash of block number-1 (when that block is sound). The freezer's copy
+    // is rewritten in place, LevelDB's in one synced batch; then the mark is cleared. An error says
+    // which check failed and writes nothing.
+    Outcome<void> repair_header(uint64_t number, ByteView rlp);
+    // LevelDB cannot rewrite a table whose block checksum fails (its compactions stop on it), so a
+    // damaged LevelDB table is salvaged offline: LevelDB's RepairDB rewrites every table, keeping
+    // each readable block and dropping the damaged ones (their keys are lost, and come back from a
+    // peer through repair_header). REQUIRES: no process has the datadir open. Returns what it did.
+    static Outcome<std::string> salvage_leveldb(const std::string& datadir);
+
   private:
     struct Impl;
     explicit ChainDb(std::unique_ptr<Impl> impl);
+    // header_range's reads, with or without the damaged-block gate.
+    Outcome<void> read_range(uint64_t from, uint64_t count, Order order, ItemBuffer& out, size_t max_bytes,
+                             bool gate) const;
     std::unique_ptr<Impl> impl_;
 };
 

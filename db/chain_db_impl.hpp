@@ -4,8 +4,11 @@
 // freezer; skeleton.cpp: the skeleton of a sync). Not part of the public interface.
 
 #include <array>
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -54,6 +57,25 @@ struct ChainDb::Impl {
     std::unique_ptr<leveldb::Cache> cache;
     std::unique_ptr<const leveldb::FilterPolicy> filter;
     std::unique_ptr<leveldb::DB> ldb;
+    // Every LevelDB write goes through write(). After one fails (a full disk), LevelDB's log may end
+    // in a partial record; a later write would land behind it, be lost, and keep the database from
+    // opening again (paranoid checks). So once a write fails every later one fails too, naming the
+    // first error, until the database is reopened.
+    std::mutex write_mu;
+    std::optional<std::string> write_failed;
+    leveldb::Status write(const leveldb::WriteOptions& wo, leveldb::WriteBatch* batch) {
+        {
+            std::lock_guard lock(write_mu);
+            if (write_failed)
+                return leveldb::Status::IOError("an earlier write failed (restart to reopen)", *write_failed);
+        }
+        leveldb::Status s = ldb->Write(wo, batch);
+        if (!s.ok()) {
+            std::lock_guard lock(write_mu);
+            if (!write_failed) write_failed = s.ToString();
+        }
+        return s;
+    }
     std::unique_ptr<ancient::Freezer> freezer;
     std::optional<ChainConfig> config;
 
@@ -70,19 +92,55 @@ struct ChainDb::Impl {
     // Guarded by mu; the writer (one) also reads it without the lock.
     std::optional<Skeleton> skeleton;
 
+    // Blocks found damaged (ChainDb::mark_damaged); any_damaged lets readers skip the lock while
+    // there are none, which is always but for a disk that rots.
+    mutable std::mutex damaged_mu;
+    mutable std::set<uint64_t> damaged;
+    mutable std::atomic<bool> any_damaged{false};
+    // Whether [lo, hi] holds a damaged block.
+    bool range_damaged(uint64_t lo, uint64_t hi) const {
+        if (!any_damaged.load(std::memory_order_acquire)) return false;
+        std::lock_guard lock(damaged_mu);
+        auto it = damaged.lower_bound(lo);
+        return it != damaged.end() && *it <= hi;
+    }
+    void mark(uint64_t block) const {
+        std::lock_guard lock(damaged_mu);
+        damaged.insert(block);
+        any_damaged.store(true, std::memory_order_release);
+    }
+    void unmark(uint64_t block) const {
+        std::lock_guard lock(damaged_mu);
+        damaged.erase(block);
+        any_damaged.store(!damaged.empty(), std::memory_order_release);
+    }
+    // LevelDB reads check block checksums (the cost is measured in docs/performance.md, "Bit rot"):
+    // a flipped byte in a table file fails the read instead of reaching a peer.
+    static leveldb::ReadOptions read_options() {
+        leveldb::ReadOptions o;
+        o.verify_checksums = true;
+        return o;
+    }
+    // The error for a failed LevelDB read: kCorrupt (naming `block`) when LevelDB says so.
+    Error leveldb_error(const leveldb::Status& s, std::string what, std::optional<uint64_t> block) const {
+        std::string message = fmt::format("LevelDB {} in {}: {}", what, chaindata, s.ToString());
+        if (s.IsCorruption()) return Error{std::move(message), ErrorKind::kCorrupt, block};
+        return make_error(std::move(message));
+    }
+
     Outcome<std::optional<std::string>> get(leveldb::Slice key) const {
         std::string value;
-        leveldb::Status s = ldb->Get(leveldb::ReadOptions(), key, &value);
+        leveldb::Status s = ldb->Get(read_options(), key, &value);
         if (s.IsNotFound()) return std::optional<std::string>{};
-        if (!s.ok()) return make_error(fmt::format("LevelDB read in {}: {}", chaindata, s.ToString()));
+        if (!s.ok()) return leveldb_error(s, "read", std::nullopt);
         return std::optional<std::string>{std::move(value)};
     }
 
     Outcome<std::optional<Hash32>> kv_canonical_hash(uint64_t number) const {
         std::string& v = read_scratch();
-        leveldb::Status s = ldb->Get(leveldb::ReadOptions(), slice(schema::canonical_key(number)), &v);
+        leveldb::Status s = ldb->Get(read_options(), slice(schema::canonical_key(number)), &v);
         if (s.IsNotFound()) return std::optional<Hash32>{};
-        if (!s.ok()) return make_error(fmt::format("LevelDB read of canonical hash {}: {}", number, s.ToString()));
+        if (!s.ok()) return leveldb_error(s, fmt::format("read of canonical hash {}", number), number);
         if (v.size() != 32) {
             return make_error(
                 fmt::format("LevelDB canonical hash of block {} has {} bytes, expected 32", number, v.size()));
