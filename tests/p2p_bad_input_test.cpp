@@ -4,6 +4,10 @@
 // (Disconnect with the documented reason where the protocol allows one, a plain close before the
 // RLPx handshake), never in a crash or a hang; and after each case a fresh well-behaved peer must
 // still get a correct 192-header reply (checked in TearDown).
+//
+// With HEADERD_BAD_INPUT_TARGET=ENODE the cases run against that server (a `headerd serve` on
+// loopback, tests/hostile_test.sh) instead of one of their own: the cases that need a server with
+// other options or its log and metrics are skipped, the rest and the TearDown check run unchanged.
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -114,6 +118,21 @@ Bytes hex(std::string_view s) {
 }
 
 const testing::ReferenceChain& ref() { return testing::reference_chain(); }
+
+// The server named by HEADERD_BAD_INPUT_TARGET, if any (see the top of the file).
+const std::optional<p2p::Enode>& external_target() {
+    static const std::optional<p2p::Enode> target = []() -> std::optional<p2p::Enode> {
+        const char* text = std::getenv("HEADERD_BAD_INPUT_TARGET");
+        if (text == nullptr || *text == '\0') return std::nullopt;
+        auto enode = p2p::parse_enode(text);
+        if (!enode || enode->host != "127.0.0.1") {
+            std::fprintf(stderr, "HEADERD_BAD_INPUT_TARGET: not an enode on 127.0.0.1: %s\n", text);
+            std::abort();
+        }
+        return *enode;
+    }();
+    return target;
+}
 
 // Whether `got` are exactly the reference headers of `numbers`, with the first mismatch named.
 ::testing::AssertionResult same_headers(const std::vector<ByteView>& got, const std::vector<uint64_t>& numbers) {
@@ -614,7 +633,7 @@ class BadInput : public ::testing::TestWithParam<size_t> {
 
     void TearDown() override {
         // The point of every case: whatever happened, the server still serves a newcomer.
-        if (server_) expect_served(7100);
+        if (server_ || external_target()) expect_served(7100);
         stop_server();
         EXPECT_EQ(sink_->errors(), 0u) << "the server logged errors";
         const auto lines = sink_->take();
@@ -625,6 +644,10 @@ class BadInput : public ::testing::TestWithParam<size_t> {
     }
 
     void start_server(p2p::ServerOptions options) {
+        if (const auto& target = external_target()) {
+            port_ = target->port;
+            return;
+        }
         options.listen = tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0);
         options.client_id = "headerd/bad-input-test";
         options.limits.handshake = kHandshakeTimeout;
@@ -657,7 +680,9 @@ class BadInput : public ::testing::TestWithParam<size_t> {
         start_server(std::move(options));
     }
 
-    const rlpx::PublicKey& server_key() const { return key_->public_key(); }
+    const rlpx::PublicKey& server_key() const {
+        return external_target() ? external_target()->key : key_->public_key();
+    }
     static db::Head head() { return *db_->head(); }
 
     GoodPeerJob good_job(const eth::GetBlockHeadersRequest& request) const {
@@ -927,6 +952,7 @@ TEST_P(BadInput, MalformedGetBlockHeadersIsAProtocolBreach) {
     // 18 breaches from one address within seconds: the warning is logged once per worker (each worker
     // has its own limiter, which holds the rest back for 10 s per address), so a misbehaving peer
     // cannot flood the log. The line is written before the Disconnect is sent, so it is in.
+    if (external_target()) return;  // its log is not ours to read
     const auto lines = sink_->take();
     const auto warnings = std::ranges::count_if(
         lines, [](const std::string& l) { return l.find("Peer misbehaved") != std::string::npos; });
@@ -1172,6 +1198,7 @@ TEST_P(BadInput, WrongStatusIsASubprotocolError) {
 // (15 s) with "ping timeout" - not treated as idle and pinged, since the frame stream is out of step
 // once a read has stopped part-way through a frame.
 TEST_P(BadInput, IdleAndStalledPeersAreClosedAtTheirDeadlines) {
+    if (external_target()) GTEST_SKIP() << "needs a server of its own";
     constexpr size_t kIdle = 300;
     p2p::ServerOptions options;
     options.max_pending = kIdle + 16;  // room for every idle peer plus the good ones
@@ -1247,6 +1274,7 @@ TEST_P(BadInput, IdleAndStalledPeersAreClosedAtTheirDeadlines) {
 // Connections beyond max_pending wait in the listen backlog instead of being handled: a newcomer is
 // taken, and served, as soon as a pending handshake ends.
 TEST_P(BadInput, ConnectionsBeyondMaxPendingWaitForASlot) {
+    if (external_target()) GTEST_SKIP() << "needs a server of its own";
     p2p::ServerOptions options;
     options.max_pending = 4;
     restart_server(options);
@@ -1278,6 +1306,7 @@ TEST_P(BadInput, ConnectionsBeyondMaxPendingWaitForASlot) {
 // both through the production client (establish sees the reason) and a raw one; a slot freed by a
 // leaving peer is usable again.
 TEST_P(BadInput, PeersBeyondMaxPeersGetTooManyPeers) {
+    if (external_target()) GTEST_SKIP() << "needs a server of its own";
     p2p::ServerOptions options;
     options.max_peers = 2;
     restart_server(options);
@@ -1444,6 +1473,7 @@ TEST_P(BadInput, PingGetsPong) {
 // With metrics on, every message, served header, read, service time and failed handshake is counted
 // exactly once, under the labels of the protocol version the link negotiated.
 TEST_P(BadInput, MetricsCountEveryMessageHeaderAndFailedHandshake) {
+    if (external_target()) GTEST_SKIP() << "needs a server of its own";
     metrics::Metrics registry("test", "0123abcd");
     p2p::NetMetrics net(registry.families());
     db_->set_read_observer(&net);
