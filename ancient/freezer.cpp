@@ -23,11 +23,8 @@ Outcome<std::unique_ptr<Freezer>> Freezer::open(FileSystem& fs, std::string dir,
     // The tables are appended and synced one after the other, so a crash can leave one longer.
     const uint64_t h = f->headers_->items();
     const uint64_t x = f->hashes_->items();
-    if (h != x) {
-        if (opts.read_only) {
-            return make_error("ancient freezer " + dir + ": tables differ in length: headers has " + std::to_string(h) +
-                              " items but hashes has " + std::to_string(x));
-        }
+    // A read-only open reads the shorter length (items()) and leaves the longer table as it is.
+    if (h != x && !opts.read_only) {
         Table& longer = h > x ? *f->headers_ : *f->hashes_;
         const uint64_t keep = std::min(h, x);
         if (auto r = longer.truncate_head(keep); !r) return r.error();

@@ -159,9 +159,13 @@ TEST(Freezer, RepairTruncatesTablesToTheShorter) {
             ASSERT_TRUE((*t)->truncate_head(61));
         }
         const auto damaged = testing::snapshot_dir(dir.path());
-        auto ro = Freezer::open(posix, dir.path(), {5000, true});
-        ASSERT_FALSE(ro);
-        EXPECT_THAT(ro.error().message, HasSubstr("differ"));
+        {
+            // Read-only: the shorter length (what a process killed between the tables' syncs leaves
+            // is readable), and nothing changed on disk.
+            auto ro = Freezer::open(posix, dir.path(), {5000, true});
+            ASSERT_TRUE(ro) << ro.error().message;
+            EXPECT_EQ((*ro)->items(), 61u);
+        }
         EXPECT_EQ(testing::snapshot_dir(dir.path()), damaged);
 
         auto f = open_freezer(posix, dir.path(), {5000, false});

@@ -329,8 +329,10 @@ Outcome<void> Table::apply_flush_offset(LoadState& s) {
     const uint64_t flush = std::max<uint64_t>(meta.flush_offset - meta.flush_offset % kIndexEntrySize, kIndexEntrySize);
     if (size > flush) {
         if (ro) {
-            return error_at(s.index_path, flush,
-                            std::to_string(size - flush) + " index bytes past the flush offset (unsynced appends)");
+            // Appends never synced (a process killed before its sync leaves them): a writable open
+            // drops them, a read-only one leaves them on disk and reads the table without them.
+            size = flush;
+            return {};
         }
         if (auto r = index_->truncate(flush); !r) return r;
         repairs_.push_back(s.index_path + ": dropped " + std::to_string((size - flush) / kIndexEntrySize) +
@@ -450,11 +452,10 @@ Outcome<void> Table::settle_data_files(LoadState& s) {
         if (s.file_sizes[i] > expected) {
             const std::string& path = s.files[i]->path();
             if (ro) {
-                if (head) {
-                    return error_at(path, expected,
-                                    std::to_string(s.file_sizes[i] - expected) + " bytes past the last indexed item");
-                }
-                continue;  // never read, and only a writable open may tidy it
+                // Never read (the head's are an append the index never took: a process killed
+                // mid-append leaves them), and only a writable open may tidy them.
+                s.file_sizes[i] = expected;
+                continue;
             }
             if (auto r = s.files[i]->truncate(expected); !r) return r;
             repairs_.push_back(path + ": dropped " + std::to_string(s.file_sizes[i] - expected) +
