@@ -79,7 +79,7 @@ Outcome<void> ChainDb::Impl::write_skeleton(leveldb::WriteBatch& batch, const st
                                             bool durable) {
     leveldb::WriteOptions wo;
     wo.sync = durable;
-    leveldb::Status st = ldb->Write(wo, &batch);
+    leveldb::Status st = write(wo, &batch);
     if (!st.ok()) return make_error(fmt::format("LevelDB write in {}: {}", chaindata, st.ToString()));
     std::unique_lock lock(mu);
     skeleton = next;
@@ -292,7 +292,7 @@ Outcome<Head> ChainDb::skeleton_link(const LinkOptions& options) {
         // the chain writes only above the head, so readers go on while it is written.
         std::unique_lock lock(impl_->mu, std::defer_lock);
         if (reorg) lock.lock();
-        leveldb::Status st = impl_->ldb->Write(synced(), &batch);
+        leveldb::Status st = impl_->write(synced(), &batch);
         if (!st.ok()) return make_error(fmt::format("LevelDB write in {}: {}", impl_->chaindata, st.ToString()));
         if (!reorg) lock.lock();
         if (!impl_->head) impl_->kv_low = from;
