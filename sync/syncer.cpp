@@ -468,7 +468,11 @@ asio::awaitable<void> Syncer::peer_loop(std::shared_ptr<Peer> peer) {
             drop(*peer, fault->reason);
         } else {
             peer->summary.headers += got;
-            if (auto r = verify(); !r) fatal_ = r.error().message;
+            // The first fatal error is the one to report: after a failed write (a full disk) the
+            // fetcher is ahead of the store, and a later reply's verify fails only because of it.
+            if (!fatal_) {
+                if (auto r = verify(); !r) fatal_ = r.error().message;
+            }
         }
         notify();
     }
