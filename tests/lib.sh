@@ -42,3 +42,31 @@ chain_digest() {
         sha256sum <"$WORK/digest.rlp"
     } | sha256sum
 }
+
+# seed_random VAR: seeds bash's RANDOM from the environment variable VAR, or from /dev/urandom when it
+# is unset, and prints the seed, so that a failing run's random choices can be replayed with VAR=seed
+# (the timing of the machine still varies).
+seed_random() {
+    local seed=${!1:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+    RANDOM=$seed
+    echo "seed $seed (replay with $1=$seed)"
+}
+
+# random_kill MIN_MS MAX_MS LOG CMD...: runs CMD in the background (stdout and stderr to LOG),
+# SIGKILLs it after a random MIN_MS..MAX_MS milliseconds and waits for it. Sets KILL_MS to the delay
+# and KILL_RC to the exit code: 137 when the kill hit the running process (one that had already
+# exited is a zombie until waited for, so its own exit code counts). KILL_PID is the running
+# process, for an EXIT trap to stop.
+KILL_PID=
+random_kill() {
+    local min=$1 max=$2 log=$3
+    shift 3
+    KILL_MS=$((min + (RANDOM * 32768 + RANDOM) % (max - min + 1)))
+    "$@" >"$log" 2>&1 &
+    KILL_PID=$!
+    sleep "$((KILL_MS / 1000)).$(printf '%03d' $((KILL_MS % 1000)))"
+    kill -9 "$KILL_PID" 2>/dev/null || true
+    KILL_RC=0
+    wait "$KILL_PID" 2>/dev/null || KILL_RC=$?  # (no "Killed" notice)
+    KILL_PID=
+}

@@ -25,7 +25,7 @@ command -v node >/dev/null || fail "node is missing (scripts/setup.sh installs i
 PIDS=()      # every server started; the sync of the kill test is SYNC_PID
 SYNC_PID=
 # On exit, whatever is still running is stopped for good before the wait.
-trap 'kill -9 "${PIDS[@]}" ${SYNC_PID:-} 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
+trap 'kill -9 "${PIDS[@]}" ${SYNC_PID:-} ${KILL_PID:-} 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
 
 # wait_file FILE WHAT LOG: waits (at most 20 s) until FILE is non-empty.
 wait_file() {
@@ -302,6 +302,7 @@ echo "ok: an honest sync into that datadir resumed from block $stored, fetched o
 # HEADERD_SYNC_KILLS=100 tests/sync_test.sh build/node/headerd kills it 100 times (8 headers a
 # request then, so that the sync lasts long enough).
 KILLS=${HEADERD_SYNC_KILLS:-10}
+seed_random HEADERD_SYNC_SEED
 KILL_REQUEST=64
 [ "$KILLS" -le 10 ] || KILL_REQUEST=8
 K=$WORK/kill
@@ -311,13 +312,8 @@ kills=0
 fetching=0
 while { [ "$kills" -lt "$KILLS" ] || [ "$fetching" -lt 5 ]; } && [ "$runs" -lt $((KILLS * 4)) ]; do
     runs=$((runs + 1))
-    "$HEADERD" sync --datadir "$K" "${KILL_ARGS[@]}" >"$WORK/kill.$runs.log" 2>&1 &
-    SYNC_PID=$!
-    sleep "0.$(printf '%02d' $((RANDOM % 41 + 5)))"
-    kill -9 "$SYNC_PID" 2>/dev/null || true
-    RC=0
-    wait "$SYNC_PID" 2>/dev/null || RC=$?  # (no "Killed" notice)
-    SYNC_PID=
+    random_kill 50 450 "$WORK/kill.$runs.log" "$HEADERD" sync --datadir "$K" "${KILL_ARGS[@]}"  # (tests/lib.sh)
+    RC=$KILL_RC
     case $RC in
         137)  # killed while it ran (an exited process is a zombie until waited for: its exit code counts)
             kills=$((kills + 1))
