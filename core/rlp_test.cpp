@@ -472,7 +472,8 @@ TEST(Rlp, PointerWritersMatchEncodersAndLengthsAtEveryWidth) {
     }
     for (uint64_t v : values) {
         SCOPED_TRACE(v);
-        std::array<uint8_t, rlp::kMaxHeaderLength + 1> buf;
+        // Room for a header and the list header written after it (at most 2 * 9 bytes), plus a guard byte.
+        std::array<uint8_t, 2 * rlp::kMaxHeaderLength + 1> buf;
         buf.fill(0xee);
         const uint8_t* end = rlp::write_uint(buf.data(), v);
         const ByteView written{buf.data(), static_cast<size_t>(end - buf.data())};
