@@ -45,9 +45,7 @@
 #include <leveldb/options.h>
 
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
