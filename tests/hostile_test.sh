@@ -44,7 +44,8 @@ expect_fail "--inbound-exempt a name" "example.org: not an IP address or CIDR ra
     "$HEADERD" serve --datadir "$D" --inbound-exempt lan,example.org
 
 SERVE_PID= LOAD_PID= SAMPLER_PID=
-trap 'kill -9 ${SERVE_PID:-} ${LOAD_PID:-} ${SAMPLER_PID:-} 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
+# (set -e holds in the trap too: a process already gone must not turn a pass into exit code 1)
+trap 'kill -9 ${SERVE_PID:-} ${LOAD_PID:-} ${SAMPLER_PID:-} 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$WORK"' EXIT
 "$HEADERD" serve --datadir "$D" --listen 127.0.0.1:0 --metrics 127.0.0.1:0 --workers 2 \
     --max-peers "$MAX_PEERS" --max-pending 64 --max-per-ip 4 --max-per-subnet 10 \
     --inbound-throttle "$WINDOW" --inbound-burst "$BURST" --inbound-exempt 127.0.0.1/32 \
@@ -202,8 +203,14 @@ kill -0 "$SERVE_PID" 2>/dev/null || fail "serve died: $(tail -20 "$WORK/serve.er
 sleep 1
 RSS_AFTER=$(rss_kib)
 RSS_PEAK=$(hwm_kib)
-[ $((RSS_PEAK - RSS_BEFORE)) -le $RSS_GROWTH_BOUND_KIB ] ||
-    fail "serve RSS peaked at $RSS_PEAK KiB, $((RSS_PEAK - RSS_BEFORE)) KiB over $RSS_BEFORE (bound $RSS_GROWTH_BOUND_KIB)"
+# Under a sanitizer the shadow memory and ASan's quarantine of freed blocks (256 MiB by default)
+# dominate the RSS: the bound is then reported, not checked.
+if grep -qaE '__(asan|tsan|msan)_init' "$HEADERD"; then
+    echo "note: $HEADERD is built with a sanitizer; the RSS bound is not checked"
+else
+    [ $((RSS_PEAK - RSS_BEFORE)) -le $RSS_GROWTH_BOUND_KIB ] ||
+        fail "serve RSS peaked at $RSS_PEAK KiB, $((RSS_PEAK - RSS_BEFORE)) KiB over $RSS_BEFORE (bound $RSS_GROWTH_BOUND_KIB)"
+fi
 REJ="throttled $(rejected throttled), ip_limit $(rejected ip_limit), subnet_limit $(rejected subnet_limit)"
 kill -TERM "$SERVE_PID"
 rc=0
