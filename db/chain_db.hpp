@@ -215,6 +215,11 @@ class ChainDb {
         std::optional<Hash32> next_expect;  // what block top-checked must hash to, when known
     };
     Outcome<ScrubStep> scrub(uint64_t top, uint64_t count, std::optional<Hash32> expect);
+    // Reads every live LevelDB table file straight from disk (not through the block cache, which
+    // may hold a good copy of a block that rotted on disk since) with block checksums checked. In a
+    // damaged table, the recent blocks whose keys it lacks are marked damaged. Returns the damaged
+    // files' names (empty: all sound).
+    Outcome<std::vector<std::string>> scrub_leveldb_files();
     // What a repaired header of block `number` must hash to: the parent hash in block number+1's
     // stored header (the head hash for the head), checked itself against the block above when that
     // one is damaged too; nullopt if nothing above can vouch for it.

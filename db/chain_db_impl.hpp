@@ -97,6 +97,9 @@ struct ChainDb::Impl {
     mutable std::mutex damaged_mu;
     mutable std::set<uint64_t> damaged;
     mutable std::atomic<bool> any_damaged{false};
+    // Set while the last LevelDB file scrub found a damaged table: then a scrub walk that reads a
+    // marked LevelDB block fine (from the block cache) does not clear its mark.
+    std::atomic<bool> leveldb_files_damaged{false};
     // Whether [lo, hi] holds a damaged block.
     bool range_damaged(uint64_t lo, uint64_t hi) const {
         if (!any_damaged.load(std::memory_order_acquire)) return false;
@@ -114,8 +117,8 @@ struct ChainDb::Impl {
         damaged.erase(block);
         any_damaged.store(!damaged.empty(), std::memory_order_release);
     }
-    // LevelDB reads check block checksums (the cost is measured in docs/performance.md, "Bit rot"):
-    // a flipped byte in a table file fails the read instead of reaching a peer.
+    // LevelDB reads check block checksums (the cost is measured in docs/performance.md, "Integrity checks at read
+    // time"): a flipped byte in a table file fails the read instead of reaching a peer.
     static leveldb::ReadOptions read_options() {
         leveldb::ReadOptions o;
         o.verify_checksums = true;

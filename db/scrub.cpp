@@ -2,13 +2,19 @@
 // scrubber thread that drives scrub() is db/scrubber.cpp; docs/operations.md, "Bit rot").
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <leveldb/db.h>
+#include <leveldb/env.h>
 #include <leveldb/filter_policy.h>
+#include <leveldb/table.h>
 #include <leveldb/write_batch.h>
 
 #include "core/block_header.hpp"
@@ -72,7 +78,8 @@ Outcome<ChainDb::ScrubStep> ChainDb::scrub(uint64_t top, uint64_t count, std::op
             if (sound) below = peek->parent_hash;
         }
         if (sound) {
-            if (impl_->range_damaged(n, n)) impl_->unmark(n);
+            const bool file_mark = n >= ancient_items() && impl_->leveldb_files_damaged.load();
+            if (!file_mark && impl_->range_damaged(n, n)) impl_->unmark(n);
             expect = below;
         } else {
             impl_->mark(n);
@@ -83,6 +90,75 @@ Outcome<ChainDb::ScrubStep> ChainDb::scrub(uint64_t top, uint64_t count, std::op
     }
     step.next_expect = expect;
     return step;
+}
+
+Outcome<std::vector<std::string>> ChainDb::scrub_leveldb_files() {
+    std::string listing;
+    if (!impl_->ldb->GetProperty("leveldb.sstables", &listing)) {
+        return make_error(fmt::format("LevelDB in {} does not list its tables", impl_->chaindata));
+    }
+    // Lines such as " 12:2097152['key' @ 5 : 1 .. 'key' @ 9 : 1]": the file number before the colon.
+    std::vector<uint64_t> numbers;
+    size_t at = 0;
+    while (at < listing.size()) {
+        const size_t end = std::min(listing.find('\n', at), listing.size());
+        std::string_view line(listing.data() + at, end - at);
+        at = end + 1;
+        while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+        const size_t colon = line.find(':');
+        if (line.empty() || line.front() == '-' || colon == std::string_view::npos) continue;
+        uint64_t n = 0;
+        if (std::from_chars(line.data(), line.data() + colon, n).ec == std::errc{}) numbers.push_back(n);
+    }
+
+    leveldb::Env* env = leveldb::Env::Default();
+    leveldb::Options options;  // no block cache: every block is read from the file
+    leveldb::ReadOptions ro;
+    ro.verify_checksums = true;
+    ro.fill_cache = false;
+    std::vector<std::string> damaged_files;
+    const std::optional<Head> head = this->head();
+    const uint64_t ancient = ancient_items();
+    for (uint64_t number : numbers) {
+        std::string path = fmt::format("{}/{:06}.ldb", impl_->chaindata, number);
+        uint64_t size = 0;
+        if (!env->GetFileSize(path, &size).ok()) {
+            path = fmt::format("{}/{:06}.sst", impl_->chaindata, number);
+            if (!env->GetFileSize(path, &size).ok()) continue;  // compacted away meanwhile
+        }
+        leveldb::RandomAccessFile* raw_file = nullptr;
+        if (!env->NewRandomAccessFile(path, &raw_file).ok()) continue;
+        std::unique_ptr<leveldb::RandomAccessFile> file(raw_file);
+        leveldb::Table* raw_table = nullptr;
+        leveldb::Status s = leveldb::Table::Open(options, file.get(), size, &raw_table);
+        std::unique_ptr<leveldb::Table> table(raw_table);
+        // Which recent heights the table holds a canonical entry (bit 1) and a header (bit 2) of.
+        std::map<uint64_t, uint8_t> heights;
+        if (s.ok()) {
+            std::unique_ptr<leveldb::Iterator> it(table->NewIterator(ro));
+            for (it->SeekToFirst(); it->Valid(); it->Next()) {
+                const leveldb::Slice k = it->key();  // internal key: user key + 8 bytes
+                if (k.size() < 8 + 9 || static_cast<uint8_t>(k[0]) != schema::kHeaderPrefix) continue;
+                const size_t user = k.size() - 8;
+                const uint64_t n = load_be64(reinterpret_cast<const uint8_t*>(k.data()) + 1);
+                if (user == 10 && static_cast<uint8_t>(k[9]) == schema::kCanonicalSuffix) heights[n] |= 1;
+                if (user == 41) heights[n] |= 2;
+            }
+            s = it->status();
+        }
+        if (s.ok()) continue;
+        damaged_files.push_back(path + ": " + s.ToString());
+        if (!head || heights.empty()) continue;
+        // The heights between the table's first and last that lack an entry went with the damaged
+        // block (or blocks).
+        for (uint64_t n = std::max(heights.begin()->first, ancient);
+             n <= std::min(heights.rbegin()->first, head->number); ++n) {
+            auto h = heights.find(n);
+            if (h == heights.end() || h->second != 3) impl_->mark(n);
+        }
+    }
+    impl_->leveldb_files_damaged.store(!damaged_files.empty());
+    return damaged_files;
 }
 
 Outcome<std::optional<Hash32>> ChainDb::expected_hash(uint64_t number) const {
@@ -128,6 +204,12 @@ Outcome<void> ChainDb::repair_header(uint64_t number, ByteView rlp) {
         }
     }
 
+    if (number >= ancient_items() && impl_->leveldb_files_damaged.load()) {
+        return make_error(
+            fmt::format("repair of block {}: a LevelDB table file is damaged (found by the scrubber); "
+                        "stop the node and run headerd repair",
+                        number));
+    }
     if (number < ancient_items()) {
         std::unique_lock flock(impl_->freezer_mu);
         if (auto r = impl_->freezer->rewrite_header(number, rlp); !r) return r;

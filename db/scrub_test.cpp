@@ -114,6 +114,12 @@ class ScrubTest : public ::testing::Test {
         return found;
     }
 
+    // Flips a byte of block `block`'s header in the LevelDB table file that holds it (closed and
+    // reopened around it when `reopen`, so that nothing is cached).
+    void flip_leveldb(uint64_t block, bool reopen);
+    // The LevelDB damage is refused, found, and repaired offline.
+    void check_leveldb_damage_repaired();
+
     fs::path dir_;
     std::unique_ptr<ChainDb> db_;
 };
@@ -156,7 +162,34 @@ TEST_F(ScrubTest, FreezerFlipIsNeverServedThenFoundAndRepaired) {
 }
 
 TEST_F(ScrubTest, LevelDbFlipIsNeverServedThenFoundAndRepaired) {
-    db_.reset();
+    flip_leveldb(7000, true);
+    check_leveldb_damage_repaired();
+}
+
+// The block cache holds a good copy of the block that rots on disk: reads go on returning the good
+// copy, and the scrub of the table files (not through the cache) finds the damage.
+TEST_F(ScrubTest, LevelDbRotBehindTheBlockCacheIsFoundByTheFileScrub) {
+    expect_sound_except({});  // every block in the cache
+    flip_leveldb(7000, false);
+    expect_sound_except({});
+    auto files = db_->scrub_leveldb_files();
+    ASSERT_TRUE(files) << files.error().message;
+    ASSERT_EQ(files->size(), 1u);
+    EXPECT_NE((*files)[0].find("Corruption"), std::string::npos) << (*files)[0];
+    const std::vector<uint64_t> marked = db_->damaged_blocks();
+    ASSERT_FALSE(marked.empty());
+    EXPECT_LE(marked.front(), 7000u);
+    EXPECT_GE(marked.back(), 7000u);
+    ItemBuffer out;
+    EXPECT_FALSE(db_->header_range(7000, 1, Order::kAscending, out));
+    // A chain walk reads them fine from the cache, but does not clear the file scrub's marks.
+    EXPECT_TRUE(scrub_all().empty());
+    EXPECT_EQ(db_->damaged_blocks(), marked);
+    check_leveldb_damage_repaired();
+}
+
+void ScrubTest::flip_leveldb(uint64_t block, bool reopen) {
+    if (reopen) db_.reset();
     fs::path table;
     uint64_t largest = 0;
     for (const auto& e : fs::directory_iterator(dir_ / "chaindata")) {
@@ -168,7 +201,7 @@ TEST_F(ScrubTest, LevelDbFlipIsNeverServedThenFoundAndRepaired) {
     ASSERT_GT(largest, 100'000u) << "no LevelDB table holds the recent headers";
     // Block 7000's state root is 32 random bytes: snappy leaves them as they are, so they can be
     // found in the table file and one of them flipped.
-    const Hash32 state_root = decode_block_header(reference_chain().headers[7000])->state_root;
+    const Hash32 state_root = decode_block_header(reference_chain().headers[block])->state_root;
     std::string bytes;
     {
         std::ifstream in(table, std::ios::binary);
@@ -177,15 +210,17 @@ TEST_F(ScrubTest, LevelDbFlipIsNeverServedThenFoundAndRepaired) {
     const size_t at = bytes.find(std::string(reinterpret_cast<const char*>(state_root.data()), state_root.size()));
     ASSERT_NE(at, std::string::npos) << "block 7000's state root is not in " << table;
     flip_byte(table, at + 5);
-    open(false);
+    if (reopen) open(false);
+}
 
+void ScrubTest::check_leveldb_damage_repaired() {
     ItemBuffer out;
     auto r = db_->header_range(kAncient, kHead + 1 - kAncient, Order::kAscending, out);
-    ASSERT_FALSE(r) << "a flipped byte in " << table << " was served";
+    ASSERT_FALSE(r) << "a flipped byte was served";
     EXPECT_EQ(r.error().kind, ErrorKind::kCorrupt);
-    const std::vector<uint64_t> damaged = scrub_all();
+    scrub_all();
+    const std::vector<uint64_t> damaged = db_->damaged_blocks();
     ASSERT_FALSE(damaged.empty());
-    EXPECT_EQ(db_->damaged_blocks(), damaged);
     for (uint64_t d : damaged) {
         EXPECT_GE(d, kAncient);
         ASSERT_FALSE(db_->header_range(d, 1, Order::kAscending, out)) << d;

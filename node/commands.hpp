@@ -12,6 +12,7 @@ int cmd_freeze(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_get(int argc, char** argv);
 int cmd_sync(int argc, char** argv);
+int cmd_repair(int argc, char** argv);
 int cmd_load(int argc, char** argv);
 int cmd_report(int argc, char** argv);
 
@@ -33,6 +34,7 @@ inline constexpr Command kCommands[] = {
     {"serve", cmd_serve, "serve the stored headers to devp2p peers"},
     {"get", cmd_get, "ask a peer for headers"},
     {"sync", cmd_sync, "download headers from peers, verified from a trusted head"},
+    {"repair", cmd_repair, "fetch damaged stored headers again from peers"},
     {"load", cmd_load, "load-test header servers with synthetic syncing clients"},
     {"report", cmd_report, "render a load report's HTML page from its JSON"},
 };

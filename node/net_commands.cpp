@@ -29,6 +29,8 @@
 #include "p2p/peer.hpp"
 #include "p2p/server.hpp"
 #include "sync/follower.hpp"
+#include "sync/repair.hpp"
+#include "sync/scrubber.hpp"
 
 namespace headerd::node {
 namespace {
@@ -97,6 +99,11 @@ int cmd_serve(int argc, char** argv) {
           "90000", false},
          {"reply-delay", "MS",
           "test option: wait MS milliseconds before serving each GetBlockHeaders (plays a slow peer)", "0", false},
+         {"scrub-rate", "N",
+          "headers per second the background scrubber rehashes against the chain's links (0: off); damaged "
+          "headers are never served, and with --follow they are fetched again",
+          "20000", false},
+         {"scrub-pause", "SECONDS", "rest between two scrubber passes (head down to the genesis)", "1", false},
          verbosity_option()},
         false,
         ""};
@@ -120,6 +127,13 @@ int cmd_serve(int argc, char** argv) {
         return fail(
             fmt::format("--reply-delay {}: expected milliseconds (a number >= 0)", args->get_or("reply-delay", "")));
     }
+    auto scrub_rate = parse_seconds("scrub-rate", args->get_or("scrub-rate", "20000"));
+    if (!scrub_rate) {
+        return fail(fmt::format("--scrub-rate {}: expected headers per second (a number >= 0)",
+                                args->get_or("scrub-rate", "")));
+    }
+    auto scrub_pause = parse_seconds("scrub-pause", args->get_or("scrub-pause", "1"));
+    if (!scrub_pause) return fail(scrub_pause.error().message);
     auto inbound = inbound_limits(*args);
     if (!inbound) return fail(inbound.error().message);
     auto workers = args->get_u64("workers", 0);
@@ -170,6 +184,7 @@ int cmd_serve(int argc, char** argv) {
     std::unique_ptr<p2p::NetMetrics> net_metrics;
     std::unique_ptr<sync::SyncMetrics> sync_metrics;
     std::unique_ptr<p2p::InboundMetrics> inbound_metrics;
+    std::unique_ptr<sync::ScrubMetrics> scrub_metrics;
     if (metrics_at) {
         registry = std::make_unique<metrics::Metrics>(kVersion, kCommit);
         net_metrics = std::make_unique<p2p::NetMetrics>(registry->families());
@@ -180,6 +195,7 @@ int cmd_serve(int argc, char** argv) {
         }
         db.set_read_observer(net_metrics.get());
         inbound_metrics = std::make_unique<p2p::InboundMetrics>(registry->registry());
+        scrub_metrics = std::make_unique<sync::ScrubMetrics>(registry->registry());
     }
     p2p::ServerOptions options;
     options.listen = *listen;
@@ -216,10 +232,33 @@ int cmd_serve(int argc, char** argv) {
             if (net_metrics) net_metrics->set_chain(head.number, db.ancient_items());
         });
     }
+    // The scrubber: damaged headers are marked (never served); with --follow, fetched again from the
+    // followed peers under a throwaway identity (the follower's sessions hold the node key's).
+    sync::ScrubberOptions scrub;
+    scrub.rate = *scrub_rate;
+    scrub.pause = std::chrono::milliseconds(static_cast<int64_t>(*scrub_pause * 1000.0));
+    scrub.metrics = scrub_metrics.get();
+    auto repair_key = rlpx::PrivateKey::generate();
+    if (!follow.peers.empty() && repair_key) {
+        scrub.repair = [&db, &follow, &repair_key] {
+            p2p::LocalNode local;
+            local.key = &*repair_key;
+            local.client_id = kClientId;
+            local.config = db.config();
+            local.head = *db.head();
+            sync::RepairConfig config;
+            config.peers = follow.peers;
+            const sync::RepairResult r = sync::repair_damaged(db, local, config);
+            for (const std::string& note : r.notes) spdlog::warn("Repair                                   {}", note);
+            return r.repaired;
+        };
+    }
+    sync::Scrubber scrubber(db, scrub);
     asio::signal_set signals(control, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code& ec, int signo) {
         if (ec) return;
         spdlog::info("Shutting down                            signal={} peers={}", signo, server.peers());
+        scrubber.stop();
         if (follower) follower->stop();
         server.stop();
         if (http) http->stop();
@@ -227,6 +266,7 @@ int cmd_serve(int argc, char** argv) {
     pool.start();
     server.start();
     if (follower) follower->start();
+    scrubber.start();
     const auto head = db.head();
     spdlog::info("Serving headers                          network={} head={} hash={} listen={}:{} workers={}",
                  db.config()->name, head->number, to_hex0x(head->hash), bound.address().to_string(), bound.port(),

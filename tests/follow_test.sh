@@ -11,40 +11,10 @@ ERA1=$DATA/mainnet-00000-5ec1ffb8.era1
 HASH_4095=0x373df5c980b96580d00715fac46d667b217f00b731f990c636df24a592c75015
 HASH_8191=0xa6860fefa339c963e1bb622526cc8dd4344eedd2a9b969e74de5cccc445fbed4
 
-declare -A PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"' EXIT
+source "$(dirname "$0")/node_lib.sh"
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
-# serve NAME PORT [ARGS...]: serves $WORK/NAME on 127.0.0.1:PORT until stop NAME.
-serve() {
-    local name=$1 port=$2
-    shift 2
-    rm -f "$WORK/$name/enode"
-    "$HEADERD" serve --datadir "$WORK/$name" --listen "127.0.0.1:$port" --workers 1 "$@" \
-        >>"$WORK/$name.log" 2>&1 &
-    PIDS[$name]=$!
-    for _ in $(seq 100); do
-        [ -s "$WORK/$name/enode" ] && return 0
-        sleep 0.1
-    done
-    fail "serve $name did not start: $(tail -5 "$WORK/$name.log")"
-}
-stop() {
-    kill "${PIDS[$1]}" 2>/dev/null || true
-    wait "${PIDS[$1]}" 2>/dev/null || true
-    unset "PIDS[$1]"
-}
-
-# metric PORT NAME -> the value of an unlabelled sample.
-metric() { http_body "$1" /metrics | awk -v n="$2" '$1 == n { print $2 }'; }
 # head_of PORT -> the follower's head number, from its metrics.
 head_of() { metric "$1" headerd_chain_head_number | cut -d. -f1 | sed 's/e+0*/e/' | python3 -c 'import sys; print(int(float(sys.stdin.read() or -1)))'; }
-# hash_at ENODE N -> the hash the node serves for block N (empty if it has none).
-hash_at() {
-    "$HEADERD" get --peer "$1" --origin "$2" --amount 1 --format json --timeout 5 2>/dev/null |
-        grep -o '"hash":"0x[0-9a-f]*"' | cut -d'"' -f4
-}
 # wait_head PORT N SECONDS NAME: the follower NAME's head reaches N within SECONDS.
 wait_head() {
     local i

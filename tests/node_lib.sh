@@ -1,0 +1,36 @@
+# shellcheck shell=bash
+# Helpers of the shell tests that run `headerd serve` nodes on loopback. Source it after lib.sh
+# (it uses HEADERD, WORK and fail) and prom_http.sh (metric uses http_body).
+
+declare -A PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"' EXIT
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# serve NAME PORT [ARGS...]: serves $WORK/NAME on 127.0.0.1:PORT until stop NAME.
+serve() {
+    local name=$1 port=$2
+    shift 2
+    rm -f "$WORK/$name/enode"
+    "$HEADERD" serve --datadir "$WORK/$name" --listen "127.0.0.1:$port" --workers 1 "$@" \
+        >>"$WORK/$name.log" 2>&1 &
+    PIDS[$name]=$!
+    for _ in $(seq 100); do
+        [ -s "$WORK/$name/enode" ] && return 0
+        sleep 0.1
+    done
+    fail "serve $name did not start: $(tail -5 "$WORK/$name.log")"
+}
+stop() {
+    kill "${PIDS[$1]}" 2>/dev/null || true
+    wait "${PIDS[$1]}" 2>/dev/null || true
+    unset "PIDS[$1]"
+}
+
+# metric PORT NAME -> the value of an unlabelled sample.
+metric() { http_body "$1" /metrics | awk -v n="$2" '$1 == n { print $2 }'; }
+# hash_at ENODE N -> the hash of the header the node serves for block N (empty if it has none).
+hash_at() {
+    "$HEADERD" get --peer "$1" --origin "$2" --amount 1 --format json --timeout 5 2>/dev/null |
+        grep -o '"hash":"0x[0-9a-f]*"' | cut -d'"' -f4
+}
