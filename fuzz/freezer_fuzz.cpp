@@ -128,22 +128,41 @@ struct Opened {
     std::vector<std::string> repairs;
 };
 
+// FREEZER_FUZZ_VERBOSE=1 prints each open's outcome (to read what an input does).
+void show(const char* what, const Outcome<void>& error, const Opened* opened) {
+    static const bool on = std::getenv("FREEZER_FUZZ_VERBOSE") != nullptr;
+    if (!on) return;
+    if (!opened) {
+        std::fprintf(stderr, "%s: %s\n", what, error ? "" : error.error().message.c_str());
+        return;
+    }
+    std::fprintf(stderr, "%s: tail %llu, items %llu\n", what, static_cast<unsigned long long>(opened->items.tail),
+                 static_cast<unsigned long long>(opened->items.items));
+    for (const auto& r : opened->repairs) std::fprintf(stderr, "  repair: %s\n", r.c_str());
+}
+
 std::optional<Opened> open_once(MemFileSystem& fs, bool freezer, bool compressed, uint64_t max_file_size,
                                 bool read_only) {
     if (freezer) {
         auto f = ancient::Freezer::open(fs, kFreezerDir, {max_file_size, read_only});
         if (!f) {
             if (f.error().message.empty()) fail("an open failed without a message");
+            show(read_only ? "freezer read-only open" : "freezer open", f.error(), nullptr);
             return std::nullopt;
         }
-        return Opened{read_freezer(**f), (*f)->repairs()};
+        Opened opened{read_freezer(**f), (*f)->repairs()};
+        show(read_only ? "freezer read-only open" : "freezer open", {}, &opened);
+        return opened;
     }
     auto t = ancient::Table::open(fs, kFreezerDir, "headers", {compressed, max_file_size, read_only});
     if (!t) {
         if (t.error().message.empty()) fail("an open failed without a message");
+        show(read_only ? "table read-only open" : "table open", t.error(), nullptr);
         return std::nullopt;
     }
-    return Opened{read_table(**t, compressed), (*t)->repairs()};
+    Opened opened{read_table(**t, compressed), (*t)->repairs()};
+    show(read_only ? "table read-only open" : "table open", {}, &opened);
+    return opened;
 }
 
 }  // namespace
