@@ -222,7 +222,7 @@ Outcome<void> ChainDb::repair_header(uint64_t number, ByteView rlp) {
         batch.Put(slice(schema::number_key(hash)), leveldb::Slice(reinterpret_cast<const char*>(numbuf), 8));
         leveldb::WriteOptions wo;
         wo.sync = true;
-        leveldb::Status s = impl_->ldb->Write(wo, &batch);
+        leveldb::Status s = impl_->write(wo, &batch);
         if (!s.ok()) {
             return make_error(
                 fmt::format("repair of block {}: LevelDB write in {}: {}", number, impl_->chaindata, s.ToString()));
