@@ -220,7 +220,11 @@ struct Follower::Impl {
         if (syncer != nullptr) syncer->stop();
         for (auto& t : timers) t->cancel();
         for (auto& s : sessions) {
-            if (s && !s->closed()) asio::co_spawn(io, s->close(p2p::DisconnectReason::kQuitting), asio::detached);
+            if (!s || s->closed()) continue;
+            // The coroutine holds the session: the follower may drop it before the close ends.
+            asio::co_spawn(
+                io, [s]() -> asio::awaitable<void> { co_await s->close(p2p::DisconnectReason::kQuitting); },
+                asio::detached);
         }
     }
 };

@@ -106,7 +106,13 @@ void Syncer::drop(Peer& peer, const std::string& why, const char* kind) {
                  peer.summary.client, why);
     if (fetcher_) fetcher_->drop_owner(peer.index);
     if (peer.session && !peer.session->closed()) {
-        asio::co_spawn(io_, peer.session->close(p2p::DisconnectReason::kUselessPeer), asio::detached);
+        // The coroutine holds the session: the peer's slot may drop it before the close ends.
+        asio::co_spawn(
+            io_,
+            [session = peer.session]() -> asio::awaitable<void> {
+                co_await session->close(p2p::DisconnectReason::kUselessPeer);
+            },
+            asio::detached);
     }
     notify();
 }
