@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
-# Builds the tests of the code that runs on several threads with a sanitizer and runs them through
-# CTest. Exits non-zero on any failed test and on any sanitizer report, then prints the wall time.
+# Builds headerd with a sanitizer and runs tests through CTest. Exits non-zero on any failed test and
+# on any sanitizer report, then prints the wall time.
 #
-#   scripts/sanitize.sh            # ThreadSanitizer, in ./build-tsan
-#   scripts/sanitize.sh address    # AddressSanitizer + UBSan, in ./build-asan
+#   scripts/sanitize.sh            # ThreadSanitizer, in ./build-tsan (CMake preset "tsan")
+#   scripts/sanitize.sh address    # AddressSanitizer + UBSan, in ./build-asan (CMake preset "asan")
 #
-# Only the test binaries of the code worker threads share are built: ancient/, db/, p2p/ (rlpx,
-# wire, eth, tracker and the server), load/ and the in-process server suite tests/p2p_bad_input_test (plus
-# HEADERD_SANITIZE_EXTRA_TESTS, space-separated target names), with HEADERD_SANITIZE_JOBS (default
-# 2) compile jobs. Reports go to BUILD_DIR/sanitizer-logs/ and fail the test that produced them;
-# suppressions, each with its reason, are in scripts/tsan.supp. docs/testing.md has more.
+# thread: only the test binaries of the code worker threads share are built: ancient/, db/, p2p/
+# (rlpx, wire, eth, tracker and the server), load/ and the in-process server suite
+# tests/p2p_bad_input_test (plus HEADERD_SANITIZE_EXTRA_TESTS, space-separated target names), and
+# exactly their tests run; a failed test runs once more (timing assertions at TSan's speed).
+# address: everything is built (every test binary and the headerd binary the shell, interop and
+# metrics tests run) and the whole CTest suite runs once, no retries; benchmarks are off.
+# HEADERD_SANITIZE_JOBS (default 2) sets the compile jobs and CTest parallelism. Reports go to
+# BUILD_DIR/sanitizer-logs/ (also those of headerd processes the shell tests start) and fail the
+# run; TSan suppressions, each with its reason, are in scripts/tsan.supp. docs/testing.md has more.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS=0
 
 kind=${1:-thread}
 case $kind in
-thread) build_dir=build-tsan ;;
-address) build_dir=build-asan ;;
+thread) preset=tsan build_dir=build-tsan ;;
+address) preset=asan build_dir=build-asan ;;
 *)
     echo "usage: $0 [thread|address]" >&2
     exit 2
@@ -25,26 +29,32 @@ address) build_dir=build-asan ;;
 esac
 jobs=${HEADERD_SANITIZE_JOBS:-2}
 
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEADERD_SANITIZE="$kind" \
-    -DHEADERD_BUILD_TESTS=ON -DHEADERD_BUILD_BENCHMARKS=OFF -DHEADERD_FUZZ=OFF >/dev/null
-
-targets=(ancient_test db_test rlpx_test eth_test tracker_test p2p_test p2p_bad_input_test)
-# p2p/wire is a newer library; older trees do not have its test binary.
-if ninja -C "$build_dir" -t targets all | grep -q '^wire_test:'; then
-    targets+=(wire_test)
-fi
-# load/: the load generator's runner drives clients on several workers (its stats shards, atomics
-# and metrics), in process against a real server.
-if ninja -C "$build_dir" -t targets all | grep -q '^load_test:'; then
-    targets+=(load_test)
-fi
-# More test binaries by name (for example p2p_session_test, left out by default because some of its
-# assertions on timing do not hold at TSan's speed; docs/testing.md).
-read -r -a extra <<<"${HEADERD_SANITIZE_EXTRA_TESTS:-}"
-targets+=("${extra[@]}")
-cmake --build "$build_dir" --parallel "$jobs" --target "${targets[@]}"
+# CMakePresets.json: RelWithDebInfo, HEADERD_SANITIZE=$kind, tests on, benchmarks and fuzzing off.
+cmake --preset "$preset" >/dev/null
 
 logs=$build_dir/sanitizer-logs
+if [ "$kind" = thread ]; then
+    targets=(ancient_test db_test rlpx_test eth_test tracker_test p2p_test p2p_bad_input_test)
+    # p2p/wire is a newer library; older trees do not have its test binary.
+    if ninja -C "$build_dir" -t targets all | grep -q '^wire_test:'; then
+        targets+=(wire_test)
+    fi
+    # load/: the load generator's runner drives clients on several workers (its stats shards, atomics
+    # and metrics), in process against a real server.
+    if ninja -C "$build_dir" -t targets all | grep -q '^load_test:'; then
+        targets+=(load_test)
+    fi
+    # More test binaries by name (for example p2p_session_test, left out by default because some of its
+    # assertions on timing do not hold at TSan's speed; docs/testing.md).
+    read -r -a extra <<<"${HEADERD_SANITIZE_EXTRA_TESTS:-}"
+    targets+=("${extra[@]}")
+    cmake --build "$build_dir" --parallel "$jobs" --target "${targets[@]}"
+else
+    build_start=$SECONDS
+    cmake --build "$build_dir" --parallel "$jobs"
+    build_seconds=$((SECONDS - build_start))
+fi
+
 rm -rf "$logs"
 mkdir -p "$logs"
 case $kind in
@@ -52,39 +62,57 @@ thread)
     export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp log_path=$PWD/$logs/tsan"
     ;;
 address)
-    export ASAN_OPTIONS="halt_on_error=1 detect_stack_use_after_return=1 log_path=$PWD/$logs/asan"
+    # A report ends the process with a failure exit code and is written to a file: a shell test that
+    # expects headerd to fail would not notice the exit code, so the files decide (below).
+    export ASAN_OPTIONS="halt_on_error=1 detect_stack_use_after_return=1 detect_leaks=1 strict_string_checks=1 check_initialization_order=1 log_path=$PWD/$logs/asan"
     export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1 log_path=$PWD/$logs/ubsan"
+    # Tests that demand a rate or a deadline of headerd scale it by this factor: an ASan build runs
+    # 2-3 times slower (tests/load_test.sh's open-loop rate).
+    export HEADERD_TEST_TIME_SCALE=${HEADERD_TEST_TIME_SCALE:-3}
     ;;
 esac
 
-# The tests of exactly these binaries, by CTest number: their names and labels say nothing of the
-# binary (gtest_discover_tests names them after the test suites, and the bad-input suite shares the
-# "integration" label with script tests that need the headerd binary, which is not built here).
-ctest --test-dir "$build_dir" -N -V >"$logs/ctest-list.txt"
-numbers=()
-for t in "${targets[@]}"; do
-    mapfile -t found < <(awk -v bin="/$t" '$2 == "Test" && $3 == "command:" && substr($4, length($4) - length(bin) + 1) == bin {
-        sub(":", "", $1); print $1 }' "$logs/ctest-list.txt")
-    if [ ${#found[@]} -eq 0 ]; then
-        echo "sanitize: $t has no tests registered in $build_dir" >&2
-        exit 1
-    fi
-    echo "sanitize: $t: ${#found[@]} tests"
-    numbers+=("${found[@]}")
-done
-
-# A failed test runs once more: some p2p tests assert on timings (a loopback round trip under 2 s,
-# a reply before the server's idle ping) that a TSan build on a loaded machine can miss, and the
-# normal build checks those. A sanitizer report still fails the run below, retried or not.
 status=0
-ctest --test-dir "$build_dir" --output-on-failure --no-tests=error --parallel "$jobs" --timeout 600 \
-    --repeat until-pass:2 -I "0,0,0,$(IFS=,; echo "${numbers[*]}")" | tee "$logs/ctest.txt" || status=1
-# (CTest prints a failed attempt that will be retried without the "N/M" progress prefix.)
-mapfile -t retried < <(grep -E '^ *([0-9]+/[0-9]+ )?Test +#[0-9]+: .*(\*\*\*Failed|\*\*\*Timeout|Exception)' \
-    "$logs/ctest.txt" | sed -E 's/^ *([0-9]+\/[0-9]+ )?Test +#[0-9]+: ([^ ]+).*/\2/' | sort -u)
-if [ ${#retried[@]} -gt 0 ]; then
-    echo "sanitize: failed at least once (output above):"
-    printf '    %s\n' "${retried[@]}"
+if [ "$kind" = thread ]; then
+    # The tests of exactly these binaries, by CTest number: their names and labels say nothing of the
+    # binary (gtest_discover_tests names them after the test suites, and the bad-input suite shares the
+    # "integration" label with script tests that need the headerd binary, which is not built here).
+    ctest --test-dir "$build_dir" -N -V >"$logs/ctest-list.txt"
+    numbers=()
+    for t in "${targets[@]}"; do
+        mapfile -t found < <(awk -v bin="/$t" '$2 == "Test" && $3 == "command:" && substr($4, length($4) - length(bin) + 1) == bin {
+            sub(":", "", $1); print $1 }' "$logs/ctest-list.txt")
+        if [ ${#found[@]} -eq 0 ]; then
+            echo "sanitize: $t has no tests registered in $build_dir" >&2
+            exit 1
+        fi
+        echo "sanitize: $t: ${#found[@]} tests"
+        numbers+=("${found[@]}")
+    done
+
+    # A failed test runs once more: some p2p tests assert on timings (a loopback round trip under 2 s,
+    # a reply before the server's idle ping) that a TSan build on a loaded machine can miss, and the
+    # normal build checks those. A sanitizer report still fails the run below, retried or not.
+    ctest --test-dir "$build_dir" --output-on-failure --no-tests=error --parallel "$jobs" --timeout 600 \
+        --repeat until-pass:2 -I "0,0,0,$(IFS=,; echo "${numbers[*]}")" | tee "$logs/ctest.txt" || status=1
+    # (CTest prints a failed attempt that will be retried without the "N/M" progress prefix.)
+    mapfile -t retried < <(grep -E '^ *([0-9]+/[0-9]+ )?Test +#[0-9]+: .*(\*\*\*Failed|\*\*\*Timeout|Exception)' \
+        "$logs/ctest.txt" | sed -E 's/^ *([0-9]+\/[0-9]+ )?Test +#[0-9]+: ([^ ]+).*/\2/' | sort -u)
+    if [ ${#retried[@]} -gt 0 ]; then
+        echo "sanitize: failed at least once (output above):"
+        printf '    %s\n' "${retried[@]}"
+    fi
+else
+    # The whole suite, once. The interop tests need tests/interop/node_modules (scripts/test.sh runs
+    # npm ci first); without them CTest counts them as skipped.
+    if [ ! -d tests/interop/node_modules ]; then
+        echo "sanitize: tests/interop/node_modules is missing, the interop tests will be skipped" \
+            "(run: cd tests/interop && npm ci)" >&2
+    fi
+    test_start=$SECONDS
+    ctest --test-dir "$build_dir" --output-on-failure --no-tests=error --parallel "$jobs" --timeout 900 |
+        tee "$logs/ctest.txt" || status=1
+    test_seconds=$((SECONDS - test_start))
 fi
 
 reports=$(find "$logs" -type f -name '[at]san.*' -o -type f -name 'ubsan.*')
@@ -97,6 +125,10 @@ if [ -n "$reports" ]; then
 fi
 
 tests=$(sed -n 's/.* tests failed out of \([0-9]*\)$/\1/p' "$logs/ctest.txt")
+times=
+if [ "$kind" = address ]; then
+    times=" (build ${build_seconds}s, tests ${test_seconds}s)"
+fi
 echo "sanitize ($kind): $tests tests, $(echo "$reports" | grep -c . || true) sanitizer reports," \
-    "$([ $status -eq 0 ] && echo clean || echo FAILED), wall time $((SECONDS / 60))m$((SECONDS % 60))s"
+    "$([ $status -eq 0 ] && echo clean || echo FAILED), wall time $((SECONDS / 60))m$((SECONDS % 60))s$times"
 exit $status

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # README command 2: install what is missing, build, and run every test (unit, integration,
-# benchmark smoke runs, the ThreadSanitizer build (skipped with HEADERD_SKIP_SANITIZE=1), a short
-# fuzzing run, clang-format check). Exits non-zero on any failure.
+# benchmark smoke runs, the ThreadSanitizer build and the whole suite under ASan + UBSan (both skipped
+# with HEADERD_SKIP_SANITIZE=1, ASan alone with HEADERD_SKIP_ASAN=1), a short fuzzing run,
+# clang-format check). Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -13,5 +14,9 @@ ctest --test-dir "${HEADERD_BUILD_DIR:-build}" --output-on-failure --parallel "$
 # The db, ancient and p2p tests again under ThreadSanitizer, in ./build-tsan (docs/testing.md).
 if [ "${HEADERD_SKIP_SANITIZE:-0}" != 1 ]; then
     ./scripts/sanitize.sh thread
+fi
+# The whole CTest suite again under AddressSanitizer + UBSan, in ./build-asan (docs/testing.md).
+if [ "${HEADERD_SKIP_SANITIZE:-0}" != 1 ] && [ "${HEADERD_SKIP_ASAN:-0}" != 1 ]; then
+    ./scripts/sanitize.sh address
 fi
 HEADERD_FUZZ_SECONDS=${HEADERD_FUZZ_SECONDS:-30} ./scripts/fuzz.sh
