@@ -315,7 +315,12 @@ Outcome<VerifySummary> verify_chain(const ChainDb& db, const ProgressFn& progres
     for (uint64_t from = 0; from < total;) {
         const uint64_t n = std::min(kChunk, total - from);
         auto r = db.header_range(from, n, Order::kAscending, buf);
-        if (!r) return r.error();
+        if (!r) {
+            // A damaged header (a failed checksum, bytes that do not decode) names its block.
+            Error e = r.error();
+            if (e.block) e.message = fmt::format("verify: block {}: {}", *e.block, e.message);
+            return e;
+        }
         if (buf.size() != n) {
             return make_error(fmt::format("verify: the database returned {} headers from block {}, expected {}",
                                           buf.size(), from, n));

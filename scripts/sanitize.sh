@@ -69,6 +69,9 @@ address)
     # Tests that demand a rate or a deadline of headerd scale it by this factor: an ASan build runs
     # 2-3 times slower (tests/load_test.sh's open-loop rate).
     export HEADERD_TEST_TIME_SCALE=${HEADERD_TEST_TIME_SCALE:-3}
+    # The kill loops run their full counts in the normal build; under ASan (several times slower)
+    # a few kills of each command still check every code path for memory errors.
+    export HEADERD_SYNC_KILLS=${HEADERD_SYNC_KILLS:-3} HEADERD_CRASH_KILLS=${HEADERD_CRASH_KILLS:-8}
     ;;
 esac
 
