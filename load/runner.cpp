@@ -369,7 +369,12 @@ asio::awaitable<bool> Runner::Impl::one_request(Client& c, Planned p, std::optio
     bool session_alive = true;
     if (result) {
         p.request.request_id = result->request_id;
-        if (const auto& h = c.session->link().chain.head_number; h && *h > c.view.head) c.view.head = *h;
+        // A BlockRangeUpdate (eth/69+) moved the server's head: take its number and hash together,
+        // or a head probe by hash would expect the new number from the old hash.
+        if (const auto& chain = c.session->link().chain; chain.head_number && *chain.head_number > c.view.head) {
+            c.view.head = *chain.head_number;
+            c.view.head_hash = chain.head_hash;
+        }
         VerifyRequest vr{&p.request, p.origin_number, p.origin_on_chain, head_low, std::max(head_low, c.view.head)};
         VerifyResult v = verify_reply(vr, result->headers, cfg.rules, cfg.reference, c.scratch);
         const auto rtt = intended ? now - *intended : result->rtt;
