@@ -135,6 +135,20 @@ TEST_F(ScrubTest, SoundChainScrubsCleanAndClearsAStaleMark) {
     expect_sound_except({});
 }
 
+// The chain changed above the walk (a reorg by serve --follow): the link it carries down no longer
+// matches, but a header that hashes to its own canonical hash is sound, not damaged.
+TEST_F(ScrubTest, AHeaderMatchingItsCanonicalHashIsSoundWhenTheLinkAboveChanged) {
+    Hash32 stale{};
+    stale[0] = 0x42;
+    for (uint64_t top : {uint64_t{7000}, uint64_t{5000}}) {
+        auto step = db_->scrub(top, 100, stale);
+        ASSERT_TRUE(step) << step.error().message;
+        EXPECT_EQ(step->checked, 100u);
+        EXPECT_TRUE(step->damaged.empty()) << top;
+    }
+    EXPECT_TRUE(db_->damaged_blocks().empty());
+}
+
 TEST_F(ScrubTest, FreezerFlipIsNeverServedThenFoundAndRepaired) {
     const auto [begin, end] = freezer_span(3000);
     flip_byte(freezer_dir() / "headers.0000.cdat", (begin + end) / 2);
