@@ -225,9 +225,10 @@ TEST_P(SessionTest, ManyRequestsInFlightEachGetTheirOwnReply) {
     }
 }
 
-// Asks for `amount` headers at a time until the session ends; counts the replies that were right.
+// Asks for `amount` headers at a time until the session ends; counts the replies that were right
+// (in a counter the coroutine shares: it may outlive a test body that failed an assertion).
 asio::awaitable<void> keep_asking(std::shared_ptr<ClientSession> session, uint64_t seed, uint64_t amount,
-                                  uint64_t* good) {
+                                  std::shared_ptr<uint64_t> good) {
     std::mt19937_64 rng(seed);
     while (!session->closed()) {
         const uint64_t origin = rng() % (kBlocks - amount);
@@ -295,14 +296,14 @@ TEST_P(SessionTest, StopTellsPeersBusyWithRequestsClientQuitting) {
     constexpr size_t kBusy = 6;
     for (size_t i = 0; i < kIdle + kBusy; ++i) open();
     EXPECT_TRUE(testing::run_until(client_io_, [&] { return live_->server().peers() == kIdle + kBusy; }));
-    uint64_t good = 0;
+    auto good = std::make_shared<uint64_t>(0);
     for (size_t i = kIdle; i < kIdle + kBusy; ++i) {
         for (uint64_t k = 0; k < 6; ++k) {
-            asio::co_spawn(client_io_, keep_asking(sessions_[i], i * 10 + k, 1 + k % 3, &good), asio::detached);
+            asio::co_spawn(client_io_, keep_asking(sessions_[i], i * 10 + k, 1 + k % 3, good), asio::detached);
         }
     }
     ASSERT_TRUE(testing::run_until(
-        client_io_, [&] { return good >= 300; }, 30s))
+        client_io_, [&] { return *good >= 300; }, 30s))
         << "the busy peers were not served";
     stop_and_expect_quitting(*live_, client_io_, sessions_, kIdle);
 }
