@@ -158,6 +158,7 @@ struct Runner::Impl {
     asio::awaitable<bool> connect(Client& c);
     asio::awaitable<void> lane(std::shared_ptr<Client> c);
     asio::awaitable<bool> learn_head(Client& c);
+    static void learn_growth(Client& c, const ReplyFacts& facts, std::span<const ByteView> headers);
     // One request: sends, waits, verifies, judges, records. Returns false when the session ended.
     asio::awaitable<bool> one_request(Client& c, Planned p, std::optional<Clock::time_point> intended);
     void record_failure(Client& c, const Planned& p, const std::string& reason);
@@ -325,6 +326,18 @@ asio::awaitable<bool> Runner::Impl::learn_head(Client& c) {
     co_return true;
 }
 
+// A good reply holding headers above the client's view of the head shows that the server grew
+// (eth/68 never says so after Status): its highest header becomes the head, number and hash together.
+void Runner::Impl::learn_growth(Client& c, const ReplyFacts& facts, std::span<const ByteView> headers) {
+    if (headers.empty()) return;
+    const bool last_is_top = facts.last_number > facts.first_number;
+    const uint64_t top = last_is_top ? facts.last_number : facts.first_number;
+    if (top <= c.view.head) return;
+    const Hash32& known = last_is_top ? facts.last_hash : facts.first_hash;  // when verification hashed it
+    c.view.head = top;
+    c.view.head_hash = known != Hash32{} ? known : header_hash(last_is_top ? headers.back() : headers.front());
+}
+
 asio::awaitable<bool> Runner::Impl::one_request(Client& c, Planned p, std::optional<Clock::time_point> intended) {
     ProfileMeters* meters = cfg.metrics != nullptr ? &cfg.metrics->profile(c.profile) : nullptr;
     const uint64_t head_low = c.view.head;
@@ -375,8 +388,10 @@ asio::awaitable<bool> Runner::Impl::one_request(Client& c, Planned p, std::optio
             c.view.head = *chain.head_number;
             c.view.head_hash = chain.head_hash;
         }
-        VerifyRequest vr{&p.request, p.origin_number, p.origin_on_chain, head_low, std::max(head_low, c.view.head)};
+        VerifyRequest vr{&p.request, p.origin_number, p.origin_on_chain, head_low, std::max(head_low, c.view.head),
+                         c.session->link().version < 69};
         VerifyResult v = verify_reply(vr, result->headers, cfg.rules, cfg.reference, c.scratch);
+        if (v.ok()) learn_growth(c, *v.facts, result->headers);
         const auto rtt = intended ? now - *intended : result->rtt;
         {
             std::lock_guard lock(c.shard->mu);

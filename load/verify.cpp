@@ -103,9 +103,13 @@ VerifyResult verify_reply(const VerifyRequest& in, std::span<const ByteView> hea
     const uint64_t most = expected_count(origin, req.amount, req.skip, req.reverse, in.head_high, rules.max_headers);
     const uint64_t least = expected_count(origin, req.amount, req.skip, req.reverse, in.head_low, rules.max_headers);
     facts.expected = most;
-    if (headers.size() > most) {
-        return fail(fmt::format("{} headers, at most {} allowed (origin {}, server head {})", headers.size(), most,
-                                origin, in.head_high));
+    const uint64_t cap = in.head_unannounced
+                             ? expected_count(origin, req.amount, req.skip, req.reverse, UINT64_MAX, rules.max_headers)
+                             : most;
+    if (headers.size() > cap) {
+        return fail(fmt::format("{} headers, at most {} allowed (origin {}, server head {})", headers.size(), cap,
+                                origin, in.head_unannounced ? std::string("unannounced")
+                                                            : std::to_string(in.head_high)));
     }
     if (headers.size() < least && facts.bytes + rules.max_header_bytes <= rules.soft_bytes) {
         return fail(

@@ -9,7 +9,8 @@
 //  - a hash origin: the first header has that hash;
 //  - skip 0: each header links to its neighbour by parent hash;
 //  - with a reference chain: every header byte for byte as in the reference.
-// The server's head may move while a request is in flight, so the head is a range [low, high].
+// The server's head may move while a request is in flight, so the head is a range [low, high];
+// on eth/68, which announces no head after Status, it may be anywhere above low.
 
 #include <cstdint>
 #include <optional>
@@ -38,6 +39,10 @@ struct VerifyRequest {
     bool origin_on_chain{false};
     uint64_t head_low{0};   // the server's head when the request was sent
     uint64_t head_high{0};  // ... and when the reply came (>= head_low)
+    // eth/68 tells a client its peer's head once, in Status: the head may since have grown past
+    // head_high unannounced. Then headers past head_high are no fault when they are otherwise
+    // right (in order, linked, as in the reference), up to what the request and the cap allow.
+    bool head_unannounced{false};
 };
 
 // What a good reply held, for the walks of the profiles.

@@ -136,6 +136,7 @@ struct Check {
     uint64_t head_high{kHead};
     std::optional<uint64_t> origin_number;
     bool origin_on_chain{false};
+    bool head_unannounced{false};
     ServeRules rules{};
 };
 
@@ -146,6 +147,7 @@ VerifyResult verify(const GetBlockHeadersRequest& r, std::span<const ByteView> r
     in.origin_on_chain = c.origin_on_chain;
     in.head_low = c.head_low;
     in.head_high = c.head_high;
+    in.head_unannounced = c.head_unannounced;
     VerifyScratch scratch;
     return verify_reply(in, reply, c.rules, c.reference, scratch);
 }
@@ -547,6 +549,44 @@ TEST(LoadVerify, HeadMovingDuringTheRequestAcceptsEveryCountInBetween) {
         same.head_low = same.head_high = 8100;
         return same;
     }());
+}
+
+TEST(LoadVerify, UnannouncedHeadAcceptsGrowthThatMatchesTheChain) {
+    // An eth/68 client saw head 8000 in Status; the server has since grown to 8191 and said nothing.
+    Check c;
+    c.head_low = c.head_high = 8000;
+    c.head_unannounced = true;
+    for (const ReferenceChain* ref : {static_cast<const ReferenceChain*>(nullptr), reference()}) {
+        c.reference = ref;
+        const VerifyResult v = verify(by_number(7990, 192, 0, false), blocks(7990, 192, 0, false), c);
+        ASSERT_TRUE(v.ok()) << v.failure;
+        EXPECT_EQ(v.facts->expected, 11u);  // what the known head allows: a walk asks for no more
+        EXPECT_EQ(v.facts->last_number, 8181u);
+        EXPECT_TRUE(verify(by_number(7990, 11, 0, false), blocks(7990, 11, 0, false), c).ok());
+        EXPECT_TRUE(verify(by_number(8100, 1, 0, false), blocks({8100}), c).ok());
+        EXPECT_TRUE(verify(by_hash(chain().hashes[8100], 2, 63, true), blocks({8100, 8036}), c).ok());
+        // Still never more than asked for or past the cap, never short below the known head, and
+        // always in order.
+        expect_failure(by_number(7990, 10, 0, false), blocks(7990, 11, 0, false),
+                       "11 headers, at most 10 allowed (origin 7990, server head unannounced)", c);
+        expect_failure(by_number(7000, 2000, 0, false), blocks(7000, 1025, 0, false),
+                       "1025 headers, at most 1024 allowed", c);
+        expect_failure(by_number(7990, 192, 0, false), blocks(7990, 10, 0, false),
+                       "short reply: 10 of 11 headers (origin 7990, server head 8000)", c);
+        std::vector<ByteView> gap = blocks(7990, 20, 0, false);
+        gap.erase(gap.begin() + 15);
+        expect_failure(by_number(7990, 192, 0, false), gap, "header 15 is block 8006, expected block 8005", c);
+    }
+    // Growth that is not the chain: with the reference, the bytes; without, the links.
+    const Bytes forged = tampered(8100);
+    std::vector<ByteView> forged_tail = blocks(8095, 10, 0, false);
+    forged_tail[5] = forged;
+    c.reference = reference();
+    EXPECT_EQ(verify(by_number(8095, 10, 0, false), forged_tail, c).failure,
+              "header 5 (block 8100) differs from the reference chain (534 bytes, reference 534)");
+    c.reference = nullptr;
+    EXPECT_EQ(verify(by_number(8095, 10, 0, false), forged_tail, c).failure,
+              "broken parent link between header 5 and 6 (blocks 8100 and 8101)");
 }
 
 // ---- expected_count and describe ----------------------------------------------------------------

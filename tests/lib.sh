@@ -52,6 +52,16 @@ seed_random() {
     echo "seed $seed (replay with $1=$seed)"
 }
 
+# timed_ms LOG CMD...: runs CMD to its end (stdout and stderr to LOG) and sets TIMED_MS to its
+# wall-clock time in milliseconds; fails when it fails. Kill windows are fitted to the machine with it.
+timed_ms() {
+    local log=$1 t0
+    shift
+    t0=$(date +%s%N)
+    "$@" >"$log" 2>&1 || fail "$*: $(tail -5 "$log")"
+    TIMED_MS=$((($(date +%s%N) - t0) / 1000000))
+}
+
 # random_kill MIN_MS MAX_MS LOG CMD...: runs CMD in the background (stdout and stderr to LOG),
 # SIGKILLs it after a random MIN_MS..MAX_MS milliseconds and waits for it. Sets KILL_MS to the delay
 # and KILL_RC to the exit code: 137 when the kill hit the running process (one that had already
