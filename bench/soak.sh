@@ -9,7 +9,7 @@
 # so that they reach block 8191 at the end: every HEADERD_SOAK_GROW seconds each is stopped, the
 # next slice of headers is imported into its datadir, and it is started again on the same port
 # with the same node key (as tests/follow_test.sh does). The follower
-#   headerd serve --follow UP1 --follow UP2 --keep K --workers 2 --scrub-rate R --metrics ...
+#   headerd serve --follow UP1 --follow UP2 --keep K --workers 2 --scrub-rate R --cache C --metrics ...
 # starts with the same prefix, adopts each new head once both upstreams claim it, freezes all but
 # the newest K headers as it grows, and its scrubber rehashes the chain at R headers/s (a pass from
 # the head down to the genesis, then --scrub-pause 1 s). The load
@@ -28,7 +28,13 @@
 #   verification  the load's report says verified (no verification failure, lost or stale reply)
 #                 and its failure counters are 0;
 #   spot_checks   every spot check got all the headers up to the head, byte-exact;
-#   rss           after the warm-up, (max - min) / min of the follower's VmRSS <= 10 %;
+#   rss           after the warm-up, (max - min) / min of the follower's VmRSS <= 10 %. LevelDB's
+#                 block cache fills to its capacity (--cache) and then stays there: each freeze
+#                 compacts, and the blocks of deleted table files stay cached until newer ones push
+#                 them out. A mainnet datadir's hash index fills serve's default 32 MiB within
+#                 minutes of serving; this 8192-header chain would take hours, at about 450 KB per
+#                 growth step, so the follower runs with --cache 4, which fills during the warm-up.
+#                 Its size is sampled (headerd_db_block_cache_bytes) and shown beside the RSS;
 #   fds, threads  after the warm-up, no sample above the first post-warm-up sample by more than
 #                 HEADERD_SOAK_FD_SLACK fds (default 4: the two followed sessions are redialled
 #                 while an upstream restarts) or by any thread;
@@ -49,6 +55,7 @@
 #                            steps, 68 headers per 30 s in 30 minutes: 14 x mainnet's rate)
 #   HEADERD_SOAK_KEEP        the follower's --keep (256)
 #   HEADERD_SOAK_SCRUB_RATE  the follower's --scrub-rate, headers/s (20000, serve's default)
+#   HEADERD_SOAK_CACHE       the follower's --cache, MiB (4; see below)
 #   HEADERD_SOAK_WARMUP      seconds excluded from the RSS/fd/thread/p99 criteria (300, or a
 #                            quarter of a run shorter than 20 minutes)
 #   HEADERD_SOAK_WINDOW      p99 window, seconds (300, or a quarter of a run shorter than 20 min)
@@ -65,6 +72,7 @@ grow=${HEADERD_SOAK_GROW:-30}
 start=${HEADERD_SOAK_START:-4096}
 keep=${HEADERD_SOAK_KEEP:-256}
 scrub_rate=${HEADERD_SOAK_SCRUB_RATE:-20000}
+cache=${HEADERD_SOAK_CACHE:-4}
 if [ "$seconds" -ge 1200 ]; then def=300; else def=$((seconds / 4)); fi
 warmup=${HEADERD_SOAK_WARMUP:-$def}
 window=${HEADERD_SOAK_WINDOW:-$def}
@@ -101,7 +109,7 @@ else
         echo "machine:   $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n1), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
         echo "commit:    $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
         echo "chain:     mainnet epoch 0, starts at $start headers, +$step every $grow s ($steps steps) to $total"
-        echo "follower:  --keep $keep --workers 2 --scrub-rate $scrub_rate; load: --profile mix --clients $clients, $seconds s"
+        echo "follower:  --keep $keep --workers 2 --scrub-rate $scrub_rate --cache $cache; load: --profile mix --clients $clients, $seconds s"
         echo "criteria:  warm-up $warmup s, p99 window $window s, fd slack $fd_slack"
         echo "results:   $results"
     } | tee "$results/setup.txt"
@@ -134,7 +142,7 @@ PY
     EA=$(cat "$WORK/a/enode")
     EB=$(cat "$WORK/b/enode")
     follower_args=(--follow "$EA" --follow "$EB" --follow-interval 1 --follow-reconnect 1 --keep "$keep" --workers 2
-        --scrub-rate "$scrub_rate" --metrics "127.0.0.1:$MF" --max-peers $((clients + 100)) --inbound-exempt loopback)
+        --scrub-rate "$scrub_rate" --cache "$cache" --metrics "127.0.0.1:$MF" --max-peers $((clients + 100)) --inbound-exempt loopback)
     serve f "$PF" "${follower_args[@]}"
     EF=$(cat "$WORK/f/enode")
     fpid=${PIDS[f]}
@@ -238,12 +246,13 @@ PY
     stop b
 fi
 
-python3 - "$results" "$warmup" "$window" "$fd_slack" "$seconds" "$(cat "$results/load.rc")" "$repo" <<'PY'
+python3 - "$results" "$warmup" "$window" "$fd_slack" "$seconds" "$(cat "$results/load.rc")" "$repo" "$cache" <<'PY'
 import html, json, math, os, re, statistics, sys
 
 results, warmup, window, fd_slack, seconds, load_rc = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), \
     int(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
 repo = sys.argv[7]
+cache_mb = int(sys.argv[8])
 
 def local(text):
     """The page names no path of this machine: the checkout and the results directory are cut."""
@@ -367,20 +376,21 @@ res["threads"] = max(thr) <= thr[0]
 say("fds: first %d, at the warm-up %d, last %d, min %d, max %d after it; threads: first %d, at the warm-up %d, last %d, max %d after it"
     % (rows[0]["fds"], fds[0], fds[-1], min(fds), max(fds), rows[0]["threads"], thr[0], thr[-1], max(thr)))
 
-# p99 per window
+# p99 per window, from the samples taken while the load's /metrics answered (not after it exited)
+lrows = [r for r in rows if r["b"]]
 wins = []
 w0 = 0.0
 while w0 < seconds - 1e-9:
     w1 = min(w0 + window, seconds)
-    a = min((r for r in rows if r["t"] >= w0), key=lambda r: r["t"], default=None)
-    b = max((r for r in rows if r["t"] <= w1), key=lambda r: r["t"], default=None)
+    a = min((r for r in lrows if r["t"] >= w0), key=lambda r: r["t"], default=None)
+    b = max((r for r in lrows if r["t"] <= w1), key=lambda r: r["t"], default=None)
     if a and b and b["t"] > a["t"]:
         p = quantile(a["b"], b["b"], 0.99)
         p50 = quantile(a["b"], b["b"], 0.50)
         n = total(b["l"], "headerd_load_request_seconds_count") - total(a["l"], "headerd_load_request_seconds_count")
         wins.append({"from": a["t"], "to": b["t"], "p99": p * 1000 if p is not None else None,
                      "p50": p50 * 1000 if p50 is not None else None, "n": n,
-                     "load1": statistics.mean(r["load1"] for r in rows if a["t"] <= r["t"] <= b["t"])})
+                     "load1": statistics.mean(r["load1"] for r in lrows if a["t"] <= r["t"] <= b["t"])})
     w0 = w1
 say("RTT per %.0f s window (from the load's histogram; buckets of the histogram make these approximate):" % window)
 for w in wins:
@@ -404,6 +414,9 @@ say("head %d -> %d, frozen items %d -> %d, follower adoptions %d; scrubber: %d p
        g(f1, "headerd_scrub_passes_total") - g(f0, "headerd_scrub_passes_total"),
        g(f1, "headerd_scrub_checked_total") - g(f0, "headerd_scrub_checked_total"),
        g(f1, "headerd_scrub_damaged_blocks"), g(f1, "headerd_scrub_repaired_total")))
+say("LevelDB block cache (--cache %d MiB) at the warm-up %.1f MiB, at the end %.1f MiB; memtable at the end %.1f MiB"
+    % (cache_mb, g(post[0]["f"], "headerd_db_block_cache_bytes") / 2**20, g(f1, "headerd_db_block_cache_bytes") / 2**20,
+       g(f1, "headerd_db_memtable_bytes") / 2**20))
 say("machine load average (1 min) during the run: min %.2f, mean %.2f, max %.2f"
     % (min(r["load1"] for r in rows), statistics.mean(r["load1"] for r in rows), max(r["load1"] for r in rows)))
 for k in res:
@@ -446,6 +459,7 @@ charts = [
     chart("follower threads", "", [(r["t"], r["threads"]) for r in rows], vlines=wl),
     chart("p99 RTT per 10 s (ms)", "", [(r["t"], r.get("p99")) for r in rows], color="#c05621", vlines=wl),
     chart("follower head (block number)", "", [(r["t"], r["f"].get("headerd_chain_head_number")) for r in rows], color="#2f855a"),
+    chart("LevelDB block cache (MiB)", "", [(r["t"], r["f"].get("headerd_db_block_cache_bytes", 0) / 2**20) for r in rows], vlines=wl),
     chart("frozen items (headerd_ancient_items)", "", [(r["t"], r["f"].get("headerd_ancient_items")) for r in rows], color="#2f855a"),
     chart("scrubber passes (headerd_scrub_passes_total)", "", [(r["t"], r["f"].get("headerd_scrub_passes_total")) for r in rows], color="#6b46c1"),
     chart("machine load average, 1 min (shared machine)", "", [(r["t"], r["load1"]) for r in rows], color="#718096"),

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -169,6 +170,7 @@ Outcome<std::unique_ptr<ChainDb>> ChainDb::open(const std::string& datadir, cons
     leveldb::Options lopts;
     lopts.create_if_missing = options.create_if_missing && !options.read_only;
     impl->cache.reset(leveldb::NewLRUCache(options.leveldb_cache_bytes));
+    impl->cache_capacity = options.leveldb_cache_bytes;
     impl->filter.reset(leveldb::NewBloomFilterPolicy(10));
     lopts.block_cache = impl->cache.get();
     lopts.filter_policy = impl->filter.get();
@@ -727,6 +729,19 @@ Outcome<uint64_t> ChainDb::freeze(const FreezeOptions& options) {
     const leveldb::Slice hi_slice(reinterpret_cast<const char*>(hi_key.data()), 9);
     impl_->ldb->CompactRange(&lo_slice, &hi_slice);
     return limit;
+}
+
+ChainDb::MemoryUse ChainDb::memory_use() const {
+    MemoryUse m;
+    m.block_cache_bytes = impl_->cache->TotalCharge();
+    m.block_cache_capacity = impl_->cache_capacity;
+    // LevelDB's figure counts the block cache too.
+    std::string all;
+    if (impl_->ldb->GetProperty("leveldb.approximate-memory-usage", &all)) {
+        const uint64_t total = std::strtoull(all.c_str(), nullptr, 10);
+        m.memtable_bytes = total > m.block_cache_bytes ? total - m.block_cache_bytes : 0;
+    }
+    return m;
 }
 
 StoreStats ChainDb::stats() const {

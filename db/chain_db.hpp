@@ -174,6 +174,16 @@ class ChainDb {
 
     StoreStats stats() const;
 
+    // What LevelDB holds in memory: blocks in its block cache (at most leveldb_cache_bytes; blocks
+    // of table files compactions have deleted stay until newer blocks push them out, so a node
+    // that compacts fills it to its capacity in time) and its memtables. Thread-safe.
+    struct MemoryUse {
+        uint64_t block_cache_bytes{0};
+        uint64_t block_cache_capacity{0};
+        uint64_t memtable_bytes{0};
+    };
+    MemoryUse memory_use() const;
+
     // --- The skeleton of a sync (db/skeleton.cpp; docs/sync.md) ---
     std::optional<Skeleton> skeleton() const;
     // Starts a skeleton at a trusted head header, replacing any skeleton there was (its headers are

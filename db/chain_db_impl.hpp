@@ -55,6 +55,7 @@ struct ChainDb::Impl {
     std::unique_ptr<ancient::FileSystem> owned_fs;
     ancient::FileSystem* fs{nullptr};
     std::unique_ptr<leveldb::Cache> cache;
+    size_t cache_capacity{0};  // ChainDbOptions::leveldb_cache_bytes
     std::unique_ptr<const leveldb::FilterPolicy> filter;
     std::unique_ptr<leveldb::DB> ldb;
     // Every LevelDB write goes through write(). After one fails (a full disk), LevelDB's log may end

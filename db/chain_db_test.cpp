@@ -129,6 +129,36 @@ TEST_F(ChainDbTest, RangesAcrossFreezerFilesAndTheBoundarySurviveReopen) {
     }
 }
 
+TEST_F(ChainDbTest, MemoryUseCountsTheMemtableAndABlockCacheKeptToItsCapacity) {
+    db_.reset();
+    ChainDbOptions opts;
+    opts.leveldb_cache_bytes = 64u << 10;  // four 16 KB blocks
+    auto r = ChainDb::open(dir_.string(), opts);
+    ASSERT_TRUE(r) << r.error().message;
+    db_ = std::move(*r);
+    EXPECT_EQ(db_->memory_use().block_cache_capacity, 64u << 10);
+    EXPECT_EQ(db_->memory_use().block_cache_bytes, 0u);
+    const uint64_t empty_memtable = db_->memory_use().memtable_bytes;
+    ASSERT_TRUE(db_->append(headers(0, kHeaders)));
+    EXPECT_GT(db_->memory_use().memtable_bytes, empty_memtable + kHeaders * 500) << "the headers are in the memtable";
+    // Freezing compacts the frozen range: the memtable is written to a table file. Reads of the
+    // kept headers then come from table blocks, which the cache keeps up to its capacity.
+    FreezeOptions freeze;
+    freeze.keep = 200;
+    ASSERT_TRUE(db_->freeze(freeze));
+    EXPECT_LT(db_->memory_use().memtable_bytes, kHeaders * 100);
+    ItemBuffer out;
+    for (uint64_t from = kHeaders - 200; from < kHeaders; from += 10) {
+        ASSERT_TRUE(db_->header_range(from, 10, Order::kAscending, out));
+        ASSERT_EQ(out.size(), 10u);
+    }
+    const ChainDb::MemoryUse m = db_->memory_use();
+    EXPECT_GT(m.block_cache_bytes, 0u);
+    // LevelDB splits the cache into 16 shards, and each may go past its share by the block it
+    // inserted last (it evicts only before inserting): at most one 16 KB block (and its handle) each.
+    EXPECT_LE(m.block_cache_bytes, m.block_cache_capacity + 16 * (17u << 10));
+}
+
 // Records every store read header_range reports.
 struct RecordingObserver final : ReadObserver {
     struct Read {

@@ -57,18 +57,52 @@ Families::Families(prometheus::Registry& r)
       ancient_items(build(prometheus::BuildGauge(), "headerd_ancient_items",
                           "Headers in the ancient (freezer) store: blocks [0, ancient_items).", r)) {}
 
+// The gauges of Metrics::add_scraped_gauge, read on every Collect().
+class ScrapedGauges : public prometheus::Collectable {
+  public:
+    struct Gauge {
+        std::string name;
+        std::string help;
+        std::function<std::optional<double>()> read;
+    };
+    std::vector<Gauge> gauges;  // fixed before the first scrape
+
+    std::vector<prometheus::MetricFamily> Collect() const override {
+        std::vector<prometheus::MetricFamily> out;
+        for (const Gauge& g : gauges) {
+            const std::optional<double> v = g.read();
+            if (!v) continue;
+            prometheus::MetricFamily f;
+            f.name = g.name;
+            f.help = g.help;
+            f.type = prometheus::MetricType::Gauge;
+            f.metric.emplace_back().gauge.value = *v;
+            out.push_back(std::move(f));
+        }
+        return out;
+    }
+};
+
 Metrics::Metrics(const std::string& version, const std::string& commit)
     : registry_(std::make_shared<prometheus::Registry>()),
       families_(std::make_unique<Families>(*registry_)),
-      process_(std::make_shared<ProcessCollector>()) {
+      process_(std::make_shared<ProcessCollector>()),
+      scraped_(std::make_shared<ScrapedGauges>()) {
     register_build_info(*registry_, version, commit);
 }
 
-std::vector<std::weak_ptr<prometheus::Collectable>> Metrics::collectables() const { return {registry_, process_}; }
+void Metrics::add_scraped_gauge(std::string name, std::string help, std::function<std::optional<double>()> read) {
+    scraped_->gauges.push_back({std::move(name), std::move(help), std::move(read)});
+}
+
+std::vector<std::weak_ptr<prometheus::Collectable>> Metrics::collectables() const {
+    return {registry_, process_, scraped_};
+}
 
 std::string Metrics::scrape() const {
     std::vector<prometheus::MetricFamily> all = registry_->Collect();
     for (auto& f : process_->Collect()) all.push_back(std::move(f));
+    for (auto& f : scraped_->Collect()) all.push_back(std::move(f));
     std::ostringstream out;
     prometheus::TextSerializer().Serialize(out, all);
     return out.str();

@@ -7,7 +7,9 @@
 //
 // Thread-safety: prometheus-cpp metrics are thread-safe; Families is immutable after construction.
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,7 +64,11 @@ class Metrics {
 
     Families& families() noexcept { return *families_; }
     prometheus::Registry& registry() noexcept { return *registry_; }
-    // Everything a scrape collects: the registry, then the process collector.
+    // Gauges whose value is read when scraped (e.g. from a library's own counters), as `name` with
+    // `help`. `read` runs on the scraping thread and must be thread-safe; nullopt leaves the gauge
+    // out of that scrape. Call before the first scrape.
+    void add_scraped_gauge(std::string name, std::string help, std::function<std::optional<double>()> read);
+    // Everything a scrape collects: the registry, then the process collector and scraped gauges.
     std::vector<std::weak_ptr<prometheus::Collectable>> collectables() const;
     // The Prometheus text format of one scrape (tests, `--metrics` off debugging).
     std::string scrape() const;
@@ -71,6 +77,7 @@ class Metrics {
     std::shared_ptr<prometheus::Registry> registry_;
     std::unique_ptr<Families> families_;
     std::shared_ptr<prometheus::Collectable> process_;
+    std::shared_ptr<class ScrapedGauges> scraped_;
 };
 
 }  // namespace headerd::metrics

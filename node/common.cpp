@@ -133,10 +133,21 @@ Outcome<void> ensure_descriptors(uint64_t needed, const std::string& why) {
     return {};
 }
 
-Outcome<std::unique_ptr<db::ChainDb>> open_existing(const std::string& datadir, bool read_only) {
+Outcome<std::unique_ptr<db::ChainDb>> open_existing(const std::string& datadir, bool read_only, size_t cache_bytes) {
     db::ChainDbOptions opts;
     opts.read_only = read_only;
+    if (cache_bytes != 0) opts.leveldb_cache_bytes = cache_bytes;
     return db::ChainDb::open(datadir, opts);
+}
+
+Outcome<std::vector<p2p::Enode>> parse_enodes(const Args& args, const std::string& name) {
+    std::vector<p2p::Enode> out;
+    for (const std::string& text : args.get_all(name)) {
+        auto enode = p2p::parse_enode(text);
+        if (!enode) return make_error(fmt::format("--{} {}: {}", name, text, enode.error().message));
+        out.push_back(*enode);
+    }
+    return out;
 }
 
 Outcome<double> parse_seconds(const std::string& option, const std::string& text) {

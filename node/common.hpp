@@ -14,6 +14,7 @@
 #include "db/import.hpp"
 #include "node/cli.hpp"
 #include "node/progress.hpp"
+#include "p2p/node_key.hpp"
 
 namespace headerd::node {
 
@@ -48,7 +49,8 @@ db::ProgressFn progress_fn(Progress& p);
 
 // Opens a datadir that must already hold a database; one another process holds is ErrorKind::kInUse,
 // naming that process.
-Outcome<std::unique_ptr<db::ChainDb>> open_existing(const std::string& datadir, bool read_only);
+// `cache_bytes`: LevelDB's block cache (ChainDbOptions::leveldb_cache_bytes; 0: its default).
+Outcome<std::unique_ptr<db::ChainDb>> open_existing(const std::string& datadir, bool read_only, size_t cache_bytes = 0);
 
 // HOST:PORT with a numeric host (IPv4, or [IPv6]); PORT or :PORT alone means loopback. Errors name
 // `option`.
@@ -64,6 +66,10 @@ Outcome<const ChainConfig*> network_from_args(const Args& args, std::optional<sy
 
 // A number of seconds >= 0 (fractions allowed) given to --option; the error names the option.
 Outcome<double> parse_seconds(const std::string& option, const std::string& text);
+
+// The enode URLs given to the repeatable option `name` (--peer, --follow), in order; an error
+// names the option and the value that is not an enode URL.
+Outcome<std::vector<p2p::Enode>> parse_enodes(const Args& args, const std::string& name);
 
 // The file descriptors a command may need beyond its connections.
 inline constexpr uint64_t kSpareDescriptors = 256;

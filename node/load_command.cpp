@@ -111,11 +111,9 @@ int cmd_load(int argc, char** argv) {
     };
 
     load::LoadConfig cfg;
-    for (const std::string& text : args->get_all("peer")) {
-        auto e = p2p::parse_enode(text);
-        if (!e) return usage(fmt::format("--peer {}: {}", text, e.error().message));
-        cfg.peers.push_back(*e);
-    }
+    auto peers = parse_enodes(*args, "peer");
+    if (!peers) return usage(peers.error().message);
+    cfg.peers = std::move(*peers);
     auto clients = args->get_u64("clients", 16);
     if (!clients || *clients == 0 || *clients > 100'000) return usage("--clients must be 1..100000");
     cfg.clients = *clients;

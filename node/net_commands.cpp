@@ -104,6 +104,10 @@ int cmd_serve(int argc, char** argv) {
           "headers are never served, and with --follow they are fetched again",
           "20000", false},
          {"scrub-pause", "SECONDS", "rest between two scrubber passes (head down to the genesis)", "1", false},
+         {"cache", "MB",
+          "LevelDB block cache in MiB (recent headers and the hash index); it fills to this size as the node "
+          "serves and compacts",
+          "32", false},
          verbosity_option()},
         false,
         ""};
@@ -134,6 +138,9 @@ int cmd_serve(int argc, char** argv) {
     }
     auto scrub_pause = parse_seconds("scrub-pause", args->get_or("scrub-pause", "1"));
     if (!scrub_pause) return fail(scrub_pause.error().message);
+    auto cache_mb = args->get_u64("cache", 32);
+    if (!cache_mb || *cache_mb == 0 || *cache_mb > (1u << 20))
+        return fail(fmt::format("--cache {}: expected MiB from 1 to 1048576", args->get_or("cache", "")));
     auto inbound = inbound_limits(*args);
     if (!inbound) return fail(inbound.error().message);
     auto workers = args->get_u64("workers", 0);
@@ -144,11 +151,9 @@ int cmd_serve(int argc, char** argv) {
         return fail(r.error().message);
     }
     sync::FollowConfig follow;
-    for (const std::string& text : args->get_all("follow")) {
-        auto enode = p2p::parse_enode(text);
-        if (!enode) return fail(fmt::format("--follow {}: {}", text, enode.error().message));
-        follow.peers.push_back(*enode);
-    }
+    auto followed = parse_enodes(*args, "follow");
+    if (!followed) return fail(followed.error().message);
+    follow.peers = std::move(*followed);
     if (follow.peers.size() == 1) {
         return fail("--follow needs at least two peers: a head is adopted only when two or more agree on it");
     }
@@ -166,7 +171,7 @@ int cmd_serve(int argc, char** argv) {
     follow.sync.freeze_options.keep = *keep;
     const std::string datadir = *args->get("datadir");
 
-    auto chain = open_existing(datadir, false);
+    auto chain = open_existing(datadir, false, static_cast<size_t>(*cache_mb) << 20);
     if (!chain) return fail(chain.error().message);
     db::ChainDb& db = **chain;
     if (db.config() == nullptr || !db.head()) {
@@ -196,6 +201,12 @@ int cmd_serve(int argc, char** argv) {
         db.set_read_observer(net_metrics.get());
         inbound_metrics = std::make_unique<p2p::InboundMetrics>(registry->registry());
         scrub_metrics = std::make_unique<sync::ScrubMetrics>(registry->registry());
+        registry->add_scraped_gauge("headerd_db_block_cache_bytes",
+                                    "Bytes of LevelDB blocks in its block cache (at most --cache).",
+                                    [&db] { return std::optional<double>(db.memory_use().block_cache_bytes); });
+        registry->add_scraped_gauge("headerd_db_memtable_bytes",
+                                    "Bytes of LevelDB's memtables (writes not yet in a table file).",
+                                    [&db] { return std::optional<double>(db.memory_use().memtable_bytes); });
     }
     p2p::ServerOptions options;
     options.listen = *listen;

@@ -69,11 +69,9 @@ int cmd_repair(int argc, char** argv) {
     auto args = start(spec, argc, argv, &code);
     if (!args) return code;
     sync::RepairConfig config;
-    for (const std::string& text : args->get_all("peer")) {
-        auto enode = p2p::parse_enode(text);
-        if (!enode) return fail(fmt::format("--peer {}: {}", text, enode.error().message));
-        config.peers.push_back(*enode);
-    }
+    auto peers = parse_enodes(*args, "peer");
+    if (!peers) return fail(peers.error().message);
+    config.peers = std::move(*peers);
     const bool check_only = args->has("check-only");
     if (config.peers.empty() && !check_only) return fail("repair needs at least one --peer (or --check-only)");
     auto timeout = parse_seconds("request-timeout", args->get_or("request-timeout", "10"));

@@ -118,11 +118,9 @@ int cmd_sync(int argc, char** argv) {
     if (!args) return code;
 
     sync::SyncConfig cfg;
-    for (const std::string& text : args->get_all("peer")) {
-        auto enode = p2p::parse_enode(text);
-        if (!enode) return usage(fmt::format("--peer {}: {}", text, enode.error().message));
-        cfg.peers.push_back(*enode);
-    }
+    auto peers = parse_enodes(*args, "peer");
+    if (!peers) return usage(peers.error().message);
+    cfg.peers = std::move(*peers);
     if (args->has("head") == args->has("head-number")) {
         return usage("give the trusted head: --head HASH, or --head-number N (trusting a majority of the peers)");
     }

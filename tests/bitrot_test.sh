@@ -135,6 +135,10 @@ echo "ok: serve: flips in the freezer and in a LevelDB table never served, found
 # 3. headerd repair: bad input first, then the repair, byte-exact.
 expect_fail "repair without a peer" "at least one --peer" "$HEADERD" repair --datadir "$WORK/e"
 expect_fail "bad scrub rate" "--scrub-rate" "$HEADERD" serve --datadir "$WORK/e" --scrub-rate fast
+expect_fail "bad scrub pause" "--scrub-pause -1" "$HEADERD" serve --datadir "$WORK/e" --scrub-pause -1
+expect_fail "a cache of 0 MiB" "--cache 0: expected MiB" "$HEADERD" serve --datadir "$WORK/e" --cache 0
+expect_fail "repair with no time to ask" "--request-timeout must be a positive" "$HEADERD" repair --datadir "$WORK/e" \
+    --peer "$UP1" --request-timeout 0
 "$HEADERD" repair --datadir "$WORK/e" --check-only >"$WORK/check.txt" 2>&1 && fail "--check-only found nothing"
 grep -q "^damaged 5000$" "$WORK/check.txt" || fail "--check-only does not list block 5000: $(cat "$WORK/check.txt")"
 DEAD="${UP1%@*}@127.0.0.1:$(free_port)"  # a real node id on a port nobody listens on

@@ -187,7 +187,9 @@ num_cmp "$(metric_sum "$after" process_open_fds)" '>' 3 || fail "process_open_fd
 start_s=$(metric_sum "$after" process_start_time_seconds)
 num_cmp "$start_s" '>' "$((t_start - 600))" && num_cmp "$start_s" '<' "$t_start" ||
     fail "process_start_time_seconds $start_s is not the start of headerd (now $(date +%s))"
-echo "ok: chain gauges (head 8191, ancient $ANCIENT), build info and process metrics"
+cache=$(metric_sum "$after" headerd_db_block_cache_bytes)
+num_cmp "$cache" '>' 0 && num_cmp "$cache" '<' $((40 << 20)) || fail "headerd_db_block_cache_bytes is $cache after serving"
+echo "ok: chain gauges (head 8191, ancient $ANCIENT), LevelDB's block cache ($cache bytes), build info and process metrics"
 
 # The metric families listed in docs/operations.md ("3. Metrics"), with their types: all of them but
 # process_virtual_memory_bytes and process_max_fds.
@@ -212,6 +214,16 @@ headerd_header_requests_total counter
 headerd_db_read_seconds histogram
 headerd_chain_head_number gauge
 headerd_ancient_items gauge
+headerd_db_block_cache_bytes gauge
+headerd_db_memtable_bytes gauge
+headerd_p2p_inbound_rejected_total counter
+headerd_scrub_checked_total counter
+headerd_scrub_passes_total counter
+headerd_scrub_repaired_total counter
+headerd_scrub_position gauge
+headerd_scrub_last_pass_seconds gauge
+headerd_scrub_damaged_blocks gauge
+headerd_scrub_damaged_leveldb_tables gauge
 process_cpu_seconds_total counter
 process_resident_memory_bytes gauge
 process_open_fds gauge
