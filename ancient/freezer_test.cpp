@@ -14,8 +14,10 @@
 namespace headerd::ancient {
 namespace {
 
+using testing::flip_byte;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using testing::item_span;
 using testing::mainnet_hashes;
 using testing::mainnet_headers;
 using testing::TempDir;
@@ -200,28 +202,6 @@ TEST(Freezer, FailedHashesAppendTakesTheHeadersBackOut) {
     f.reset();
     f = open_freezer(posix, dir.path());
     expect_blocks(*f, 60);
-}
-
-// Where item `item` of the headers table lies in its data file (file 0 here): [begin, end).
-std::pair<uint64_t, uint64_t> item_span(const std::string& dir, uint64_t item) {
-    std::ifstream index(dir + "/headers.cidx", std::ios::binary);
-    uint8_t e[2 * kIndexEntrySize];
-    index.seekg(static_cast<std::streamoff>(item * kIndexEntrySize));
-    index.read(reinterpret_cast<char*>(e), sizeof e);
-    const IndexEntry a = IndexEntry::decode(e);
-    const IndexEntry b = IndexEntry::decode(e + kIndexEntrySize);
-    EXPECT_EQ(a.file, b.file);
-    return {item == 0 ? 0 : a.offset, b.offset};
-}
-
-void flip_byte(const std::string& path, uint64_t offset) {
-    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(static_cast<std::streamoff>(offset));
-    char c = 0;
-    f.read(&c, 1);
-    c = static_cast<char>(c ^ 0x01);
-    f.seekp(static_cast<std::streamoff>(offset));
-    f.write(&c, 1);
 }
 
 // Bit rot: whichever stored byte of block 100 flips, a read never returns block 100. It fails with a

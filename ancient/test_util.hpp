@@ -12,9 +12,11 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ancient/file_system.hpp"
+#include "ancient/table.hpp"
 #include "core/bytes.hpp"
 #include "core/hex.hpp"
 #include "core/rlp.hpp"
@@ -64,6 +66,32 @@ inline void append_file(const std::string& path, ByteView content) {
     std::ofstream out(path, std::ios::binary | std::ios::app);
     out.write(reinterpret_cast<const char*>(content.data()), static_cast<std::streamsize>(content.size()));
     if (!out) throw std::runtime_error("cannot append to " + path);
+}
+
+// Where item `item` of the headers table in freezer directory `dir` lies in its data file: [begin,
+// end). Throws if the item is not wholly in one file.
+inline std::pair<uint64_t, uint64_t> item_span(const std::string& dir, uint64_t item) {
+    std::ifstream index(dir + "/headers.cidx", std::ios::binary);
+    uint8_t e[2 * kIndexEntrySize];
+    index.seekg(static_cast<std::streamoff>(item * kIndexEntrySize));
+    index.read(reinterpret_cast<char*>(e), sizeof e);
+    if (!index) throw std::runtime_error("cannot read the index entries of item " + std::to_string(item));
+    const IndexEntry a = IndexEntry::decode(e);
+    const IndexEntry b = IndexEntry::decode(e + kIndexEntrySize);
+    if (a.file != b.file && item != 0) throw std::runtime_error("item " + std::to_string(item) + " spans two files");
+    return {item == 0 ? 0 : a.offset, b.offset};
+}
+
+// Flips the bits `mask` of the byte at `offset` of a file (bit rot); a second call undoes it.
+inline void flip_byte(const std::string& path, uint64_t offset, uint8_t mask = 0x01) {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(offset));
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ static_cast<char>(mask));
+    f.seekp(static_cast<std::streamoff>(offset));
+    f.write(&c, 1);
+    if (!f) throw std::runtime_error("cannot flip byte " + std::to_string(offset) + " of " + path);
 }
 
 // Every regular file of a directory with its bytes, to show that something left a directory alone.

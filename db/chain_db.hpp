@@ -228,8 +228,9 @@ class ChainDb {
     // Reads every live LevelDB table file straight from disk (not through the block cache, which
     // may hold a good copy of a block that rotted on disk since) with block checksums checked. In a
     // damaged table, the recent blocks whose keys it lacks are marked damaged. Returns the damaged
-    // files' names (empty: all sound).
-    Outcome<std::vector<std::string>> scrub_leveldb_files();
+    // files' names (empty: all sound). `after_file`, when set, is called with the size of each file
+    // read but the last (the caller paces the reads with it); returning false stops the scrub there.
+    Outcome<std::vector<std::string>> scrub_leveldb_files(const std::function<bool(uint64_t bytes)>& after_file = {});
     // What a repaired header of block `number` must hash to: the parent hash in block number+1's
     // stored header (the head hash for the head), checked itself against the block above when that
     // one is damaged too; nullopt if nothing above can vouch for it.

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 #include <leveldb/db.h>
@@ -98,7 +99,7 @@ Outcome<ChainDb::ScrubStep> ChainDb::scrub(uint64_t top, uint64_t count, std::op
     return step;
 }
 
-Outcome<std::vector<std::string>> ChainDb::scrub_leveldb_files() {
+Outcome<std::vector<std::string>> ChainDb::scrub_leveldb_files(const std::function<bool(uint64_t bytes)>& after_file) {
     std::string listing;
     if (!impl_->ldb->GetProperty("leveldb.sstables", &listing)) {
         return make_error(fmt::format("LevelDB in {} does not list its tables", impl_->chaindata));
@@ -125,13 +126,16 @@ Outcome<std::vector<std::string>> ChainDb::scrub_leveldb_files() {
     std::vector<std::string> damaged_files;
     const std::optional<Head> head = this->head();
     const uint64_t ancient = ancient_items();
+    uint64_t read_before = 0;  // the size of the file read last, not yet reported to after_file
     for (uint64_t number : numbers) {
+        if (read_before != 0 && after_file && !after_file(std::exchange(read_before, 0))) break;
         std::string path = fmt::format("{}/{:06}.ldb", impl_->chaindata, number);
         uint64_t size = 0;
         if (!env->GetFileSize(path, &size).ok()) {
             path = fmt::format("{}/{:06}.sst", impl_->chaindata, number);
             if (!env->GetFileSize(path, &size).ok()) continue;  // compacted away meanwhile
         }
+        read_before = size;
         leveldb::RandomAccessFile* raw_file = nullptr;
         if (!env->NewRandomAccessFile(path, &raw_file).ok()) continue;
         std::unique_ptr<leveldb::RandomAccessFile> file(raw_file);

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ancient/table.hpp"
+#include "ancient/test_util.hpp"
 #include "core/block_header.hpp"
 #include "core/chain_config.hpp"
 #include "db/chain_db.hpp"
@@ -24,15 +24,7 @@ using headerd::testing::reference_chain;
 constexpr uint64_t kHead = 8191;
 constexpr uint64_t kAncient = 6144;
 
-void flip_byte(const fs::path& path, uint64_t offset) {
-    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(static_cast<std::streamoff>(offset));
-    char c = 0;
-    f.read(&c, 1);
-    c = static_cast<char>(c ^ 0x20);
-    f.seekp(static_cast<std::streamoff>(offset));
-    f.write(&c, 1);
-}
+void flip_byte(const fs::path& path, uint64_t offset) { ancient::testing::flip_byte(path.string(), offset, 0x20); }
 
 class ScrubTest : public ::testing::Test {
   protected:
@@ -66,12 +58,7 @@ class ScrubTest : public ::testing::Test {
 
     // Where block n lies in the freezer's first data file.
     std::pair<uint64_t, uint64_t> freezer_span(uint64_t n) const {
-        std::ifstream index(freezer_dir() / "headers.cidx", std::ios::binary);
-        uint8_t e[2 * ancient::kIndexEntrySize];
-        index.seekg(static_cast<std::streamoff>(n * ancient::kIndexEntrySize));
-        index.read(reinterpret_cast<char*>(e), sizeof e);
-        return {ancient::IndexEntry::decode(e).offset,
-                ancient::IndexEntry::decode(e + ancient::kIndexEntrySize).offset};
+        return ancient::testing::item_span(freezer_dir().string(), n);
     }
 
     // Every block outside `damaged` reads back byte for byte, alone and in ranges that avoid them.

@@ -110,7 +110,7 @@ bool Scrubber::sleep_until(std::chrono::steady_clock::time_point until) {
 
 void Scrubber::run() {
     using Clock = std::chrono::steady_clock;
-    size_t known_damaged = db_.damaged_blocks().size();
+    std::vector<uint64_t> last_damaged = db_.damaged_blocks();  // ascending, as of the last step
     Clock::time_point next_repair{};
     while (true) {
         const std::optional<db::Head> head = db_.head();
@@ -120,7 +120,19 @@ void Scrubber::run() {
         }
         const auto pass_start = Clock::now();
         // LevelDB's tables straight from disk first: its block cache may hide a block that rotted.
-        if (auto files = db_.scrub_leveldb_files(); !files) {
+        // Paced like the walk: on mainnet they hold about 1 GB (the hash index).
+        uint64_t file_bytes = 0;
+        bool stopped = false;
+        auto files = db_.scrub_leveldb_files([&](uint64_t bytes) {
+            file_bytes += bytes;
+            const double seconds = static_cast<double>(file_bytes) / (options_.rate * options_.file_bytes_per_header);
+            stopped = !sleep_until(pass_start +
+                                   std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));
+            return !stopped;
+        });
+        if (stopped) return;
+        const auto walk_start = Clock::now();
+        if (!files) {
             spdlog::error("LevelDB table scrub failed               err=\"{}\"", files.error().message);
         } else {
             for (const std::string& f : *files) {
@@ -143,28 +155,31 @@ void Scrubber::run() {
             }
             pass_checked += step->checked;
             checked_ += step->checked;
+            // Logged once when found, not again on every pass while it waits for its repair.
             for (uint64_t b : step->damaged) {
+                if (std::ranges::binary_search(last_damaged, b)) continue;
                 spdlog::error("Damaged header found                     block={} (not served until repaired)", b);
             }
-            const std::vector<uint64_t> damaged = db_.damaged_blocks();
+            std::vector<uint64_t> damaged = db_.damaged_blocks();
             if (!damaged.empty() && options_.repair && Clock::now() >= next_repair) {
                 next_repair = Clock::now() + options_.repair_retry;
                 const uint64_t repaired = options_.repair();
-                if (options_.metrics && repaired > 0) options_.metrics->on_repaired(repaired);
+                if (repaired > 0) {
+                    if (options_.metrics) options_.metrics->on_repaired(repaired);
+                    damaged = db_.damaged_blocks();
+                }
             }
             if (options_.metrics) {
                 const uint64_t next = step->checked > top ? 0 : top - step->checked;
                 options_.metrics->on_step(step->checked, next);
-                if (damaged.size() != known_damaged || !damaged.empty()) {
-                    options_.metrics->set_damaged(db_.damaged_blocks());
-                }
+                if (damaged.size() != last_damaged.size() || !damaged.empty()) options_.metrics->set_damaged(damaged);
             }
-            known_damaged = damaged.size();
+            last_damaged = std::move(damaged);
             if (step->checked == 0 || step->checked > top) break;
             top -= step->checked;
             expect = step->next_expect;
             // The pace: this pass's headers at `rate` per second.
-            const auto due = pass_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+            const auto due = walk_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
                                               static_cast<double>(pass_checked) / options_.rate));
             if (!sleep_until(due)) return;
         }

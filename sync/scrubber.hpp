@@ -55,7 +55,10 @@ class ScrubMetrics {
 };
 
 struct ScrubberOptions {
-    double rate{20'000};    // headers checked per second (the pace; docs/operations.md)
+    double rate{20'000};  // headers checked per second (the pace; docs/operations.md)
+    // LevelDB's table files, read at the start of each pass, go at rate x this many bytes per
+    // second: about the bytes of the headers the walk reads in that time.
+    double file_bytes_per_header{600};
     uint64_t batch{1'000};  // headers per ChainDb::scrub step
     // Rest between passes (a pass ends at the genesis; the next starts at the head).
     std::chrono::milliseconds pause{std::chrono::seconds(1)};

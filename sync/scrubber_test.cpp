@@ -1,0 +1,177 @@
+// The background scrubber (sync/scrubber.cpp) on the real mainnet headers 0..8191, blocks [0, 6144)
+// frozen: its passes cover the chain at its pace, its metrics follow them, a flipped byte in the
+// freezer is found, exported as a range and handed to the repair callback (no more often than its
+// retry), and a repair that writes the true header back clears it.
+
+#include "sync/scrubber.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include "ancient/test_util.hpp"
+#include "core/chain_config.hpp"
+#include "db/chain_db.hpp"
+#include "db/import.hpp"
+#include "tests/reference_chain.hpp"
+
+namespace headerd::sync {
+namespace {
+
+namespace fs = std::filesystem;
+using headerd::testing::reference_chain;
+using namespace std::chrono_literals;
+
+constexpr uint64_t kHead = 8191;
+constexpr uint64_t kAncient = 6144;
+
+class ScrubberTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        db::ChainDbOptions opts;
+        opts.create_if_missing = true;
+        auto r = db::ChainDb::open(dir_.path(), opts);
+        ASSERT_TRUE(r) << r.error().message;
+        db_ = std::move(*r);
+        auto imported =
+            db::import_file(*db_, mainnet_config(), headerd::testing::kDataDir + "/mainnet-headers-0-8191.rlp");
+        ASSERT_TRUE(imported) << imported.error().message;
+        db::FreezeOptions fo;
+        fo.keep = kHead + 1 - kAncient;
+        ASSERT_TRUE(db_->freeze(fo));
+    }
+
+    std::string scrape() const {
+        std::ostringstream out;
+        prometheus::TextSerializer().Serialize(out, registry_.Collect());
+        return out.str();
+    }
+    // The value of an unlabelled sample, or -1.
+    double sample(const std::string& name) const {
+        const std::string text = scrape();
+        const size_t at = text.find("\n" + name + " ");
+        return at == std::string::npos ? -1 : std::stod(text.substr(at + name.size() + 2));
+    }
+    // Polls `done` every 5 ms for at most `limit`.
+    template <typename F>
+    static bool eventually(F done, std::chrono::milliseconds limit = 20s) {
+        const auto end = std::chrono::steady_clock::now() + limit;
+        while (!done()) {
+            if (std::chrono::steady_clock::now() > end) return false;
+            std::this_thread::sleep_for(5ms);
+        }
+        return true;
+    }
+
+    ancient::testing::TempDir dir_;
+    std::unique_ptr<db::ChainDb> db_;
+    prometheus::Registry registry_;
+};
+
+TEST_F(ScrubberTest, PassesCoverTheChainAtTheirPaceAndTheMetricsFollow) {
+    ScrubMetrics metrics(registry_);
+    ScrubberOptions o;
+    o.rate = 100'000;  // 8192 headers: at least 82 ms a pass
+    o.pause = 10ms;
+    o.metrics = &metrics;
+    Scrubber s(*db_, o);
+    s.start();
+    ASSERT_TRUE(eventually([&] { return s.passes() >= 3; }));
+    s.stop();
+    const uint64_t passes = s.passes();
+    EXPECT_GE(s.checked(), passes * (kHead + 1));
+    EXPECT_LT(s.checked(), (passes + 1) * (kHead + 1));
+    EXPECT_EQ(sample("headerd_scrub_passes_total"), static_cast<double>(passes));
+    EXPECT_EQ(sample("headerd_scrub_checked_total"), static_cast<double>(s.checked()));
+    // Never faster than the rate (a pass's headers at 100,000 a second).
+    EXPECT_GE(sample("headerd_scrub_last_pass_seconds"), (kHead + 1) / o.rate);
+    EXPECT_LE(sample("headerd_scrub_position"), static_cast<double>(kHead));
+    EXPECT_EQ(sample("headerd_scrub_damaged_blocks"), 0);
+    EXPECT_EQ(sample("headerd_scrub_damaged_leveldb_tables"), 0);
+    EXPECT_EQ(scrape().find("headerd_scrub_damaged_range{"), std::string::npos);
+    // Stopped: no more steps.
+    const uint64_t checked = s.checked();
+    std::this_thread::sleep_for(50ms);
+    EXPECT_EQ(s.checked(), checked);
+}
+
+TEST_F(ScrubberTest, StopEndsAPassAtOnce) {
+    ScrubberOptions o;
+    o.rate = 100;  // a pass would take 82 s
+    Scrubber s(*db_, o);
+    s.start();
+    ASSERT_TRUE(eventually([&] { return s.checked() > 0; }));
+    const auto t0 = std::chrono::steady_clock::now();
+    s.stop();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+    EXPECT_EQ(s.passes(), 0u);
+}
+
+TEST_F(ScrubberTest, RateZeroNeverStarts) {
+    ScrubberOptions o;
+    o.rate = 0;
+    Scrubber s(*db_, o);
+    s.start();
+    std::this_thread::sleep_for(50ms);
+    EXPECT_EQ(s.checked(), 0u);
+}
+
+TEST_F(ScrubberTest, DamageIsExportedAndRepairedNoMoreOftenThanItsRetry) {
+    const std::string freezer = (fs::path(dir_.path()) / "chaindata" / "ancient" / "chain").string();
+    for (uint64_t n : {3000, 3001, 4000}) {
+        const auto [begin, end] = ancient::testing::item_span(freezer, n);
+        ancient::testing::flip_byte(freezer + "/headers.0000.cdat", (begin + end) / 2);
+    }
+    ScrubMetrics metrics(registry_);
+    std::atomic<int> repairs{0};
+    std::atomic<bool> heal{false};
+    ScrubberOptions o;
+    o.rate = 1'000'000;
+    o.pause = 5ms;
+    o.metrics = &metrics;
+    o.repair_retry = 300ms;
+    o.repair = [&]() -> uint64_t {
+        ++repairs;
+        if (!heal) return 0;  // the peers could not help
+        uint64_t n = 0;
+        for (uint64_t b : db_->damaged_blocks()) {
+            if (db_->repair_header(b, reference_chain().headers[b])) ++n;
+        }
+        return n;
+    };
+    Scrubber s(*db_, o);
+    s.start();
+    ASSERT_TRUE(eventually([&] { return sample("headerd_scrub_damaged_blocks") == 3; }));
+    const std::string text = scrape();
+    EXPECT_NE(text.find("headerd_scrub_damaged_range{first=\"3000\",last=\"3001\"} 1"), std::string::npos) << text;
+    EXPECT_NE(text.find("headerd_scrub_damaged_range{first=\"4000\",last=\"4000\"} 1"), std::string::npos) << text;
+    ItemBuffer out;
+    EXPECT_FALSE(db_->header_range(2990, 20, db::Order::kAscending, out)) << "a damaged range was served";
+
+    // Passes go on every 10 ms or so; the repair is asked once per 300 ms.
+    const auto t0 = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(700ms);
+    const int asked = repairs.load();
+    const auto elapsed = std::chrono::steady_clock::now() - t0;
+    EXPECT_GE(asked, 1);
+    EXPECT_LE(asked, static_cast<int>(elapsed / 300ms) + 2) << "asked " << asked << " times";
+
+    heal = true;
+    ASSERT_TRUE(eventually([&] { return sample("headerd_scrub_damaged_blocks") == 0; }));
+    EXPECT_EQ(sample("headerd_scrub_repaired_total"), 3);
+    EXPECT_EQ(scrape().find("headerd_scrub_damaged_range{"), std::string::npos);
+    s.stop();
+    ASSERT_TRUE(db_->header_range(2990, 20, db::Order::kAscending, out));
+    ASSERT_EQ(out.size(), 20u);
+    for (size_t i = 0; i < 20; ++i) EXPECT_TRUE(std::ranges::equal(out.item(i), reference_chain().headers[2990 + i]));
+}
+
+}  // namespace
+}  // namespace headerd::sync
