@@ -16,29 +16,9 @@ PER=$(((KILLS + 3) / 4))
 seed_random HEADERD_CRASH_SEED
 echo "kills: $PER per command, $((PER * 4)) in all"
 
-declare -A PIDS=()
+source "$(dirname "$0")/node_lib.sh"
+FRESH_LOG=1
 trap 'for p in "${PIDS[@]}" ${KILL_PID:-}; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"' EXIT
-
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
-# serve NAME DATADIR ARGS...: headerd serve in the background until stop NAME; log $WORK/NAME.log.
-serve() {
-    local name=$1 d=$2
-    shift 2
-    rm -f "$d/enode"
-    "$HEADERD" serve --datadir "$d" --listen 127.0.0.1:0 --workers 1 "$@" >"$WORK/$name.log" 2>&1 &
-    PIDS[$name]=$!
-    for _ in $(seq 100); do
-        [ -s "$d/enode" ] && return 0
-        sleep 0.1
-    done
-    fail "serve $name did not start: $(tail -5 "$WORK/$name.log")"
-}
-stop() {
-    kill "${PIDS[$1]}" 2>/dev/null || true
-    wait "${PIDS[$1]}" 2>/dev/null || true
-    unset "PIDS[$1]"
-}
 
 # stored DATADIR REPORTED WHAT: after a kill. The datadir opens; if it has a head, verify passes, the
 # head is at least REPORTED (-1: nothing reported) and the chain 0..head exports as a byte-exact
@@ -186,7 +166,7 @@ TOTAL=$((TOTAL + KILLED))
 # One peer that waits 5 ms before each reply, 128 headers a request, one at a time: a whole sync
 # (fetching, linking, freezing) takes about a second, timed here to fit the kill window.
 cp -a "$WORK/epoch" "$WORK/upstream"
-serve upstream "$WORK/upstream" --reply-delay 5
+serve_dir upstream "$WORK/upstream" 0 --reply-delay 5
 E=$(cat "$WORK/upstream/enode")
 rm -rf "$WORK/calibrate"
 timed_ms "$WORK/calibrate.log" "$HEADERD" sync --datadir "$WORK/calibrate" --peer "$E" --head "$HEAD" --max-request 128 \
@@ -241,8 +221,8 @@ TOTAL=$((TOTAL + KILLED))
 # follows with a small --keep, so each adoption fetches, links and freezes.
 cp -a "$WORK/epoch" "$WORK/up_a"
 cp -a "$WORK/epoch" "$WORK/up_b"
-serve up_a "$WORK/up_a"
-serve up_b "$WORK/up_b"
+serve_dir up_a "$WORK/up_a" 0
+serve_dir up_b "$WORK/up_b" 0
 FOLLOW=(--follow "$(cat "$WORK/up_a/enode")" --follow "$(cat "$WORK/up_b/enode")" --follow-interval 0.3
     --follow-reconnect 0.2)
 start=$SECONDS
@@ -269,7 +249,7 @@ while [ "$KILLED" -lt "$PER" ]; do
     [ "$STORED_ANCIENT" -ge "$ancient" ] ||
         fail "serve --follow run $n: ancient=$ancient was reported, the datadir has $STORED_ANCIENT"
     echo "serve --follow run $n: from $((parts * 256 - 1)), --keep $keep, killed after $KILL_MS ms: head $STORED_HEAD, ancient items $STORED_ANCIENT"
-    serve follower "$D" "${FOLLOW[@]}" --keep "$keep"
+    serve_dir follower "$D" 0 "${FOLLOW[@]}" --keep "$keep"
     if [ "$STORED_HEAD" != 8191 ]; then
         for _ in $(seq 200); do
             grep -q "Followed head .*number=8191 " "$WORK/follower.log" && break

@@ -15,30 +15,10 @@ RLP=$DATA/mainnet-headers-0-8191.rlp
 HEAD=0xa6860fefa339c963e1bb622526cc8dd4344eedd2a9b969e74de5cccc445fbed4
 HASHES=$DATA/mainnet-headers-0-8191.hashes.txt
 
-declare -A PIDS=()
+source "$(dirname "$0")/node_lib.sh"
+FRESH_LOG=1
 trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; for m in ${MOUNTS:-}; do umount -l "$m" 2>/dev/null; done; rm -rf "$WORK"' EXIT
 MOUNTS=
-
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
-# serve NAME DATADIR ARGS...: headerd serve in the background until stop NAME; log $WORK/NAME.log.
-serve() {
-    local name=$1 d=$2
-    shift 2
-    rm -f "$d/enode"
-    "$HEADERD" serve --datadir "$d" --listen 127.0.0.1:0 --workers 1 "$@" >"$WORK/$name.log" 2>&1 &
-    PIDS[$name]=$!
-    for _ in $(seq 100); do
-        [ -s "$d/enode" ] && return 0
-        sleep 0.1
-    done
-    fail "serve $name did not start: $(tail -5 "$WORK/$name.log")"
-}
-stop() {
-    kill "${PIDS[$1]}" 2>/dev/null || true
-    wait "${PIDS[$1]}" 2>/dev/null || true
-    unset "PIDS[$1]"
-}
 
 # run NAME CMD...: runs CMD (at most 60 s) with its output in $WORK/NAME.log; RC is its exit code.
 run() {
@@ -93,8 +73,8 @@ done
 "$HEADERD" import --datadir "$WORK/half" "${PARTS[@]:0:16}" >/dev/null 2>&1 || fail "import of 0..4095"
 "$HEADERD" freeze --datadir "$WORK/half" --keep 2048 >/dev/null 2>&1 || fail "freeze of 0..2047"
 for d in a b; do cp -a "$WORK/epoch" "$WORK/up_$d"; done
-serve up_a "$WORK/up_a"
-serve up_b "$WORK/up_b"
+serve_dir up_a "$WORK/up_a" 0
+serve_dir up_b "$WORK/up_b" 0
 EA=$(cat "$WORK/up_a/enode")
 EB=$(cat "$WORK/up_b/enode")
 FOLLOW=(--follow "$EA" --follow "$EB" --follow-interval 0.3 --follow-reconnect 0.2 --keep 1000)
@@ -119,7 +99,7 @@ if [ "${HEADERD_FAULT_NS:-}" != 1 ]; then  # (parts 1 and 2 run outside the moun
 D=$WORK/second
 cp -a "$WORK/half" "$D"
 before=$(chain_digest "$D")
-serve holder "$D"
+serve_dir holder "$D" 0
 try_all second "$D" "datadir $D is in use by process ${PIDS[holder]}"
 stop holder
 unchanged "$D" "$before" "after the second processes"
@@ -253,13 +233,7 @@ upstream() {
     port=$(grep -o ':[0-9]*$' "$WORK/$1.enode")
     stop "$1"
     [ "$2" = "$WORK/up_$1" ] || cp "$WORK/up_$1/nodekey" "$2/nodekey"
-    rm -f "$2/enode"
-    "$HEADERD" serve --datadir "$2" --listen "127.0.0.1${port}" --workers 1 >"$WORK/$1.log" 2>&1 &
-    PIDS[$1]=$!
-    for _ in $(seq 100); do
-        [ -s "$2/enode" ] && break
-        sleep 0.1
-    done
+    serve_dir "$1" "$2" "${port#:}"
     [ "$(cat "$2/enode")" = "$(cat "$WORK/$1.enode")" ] || fail "upstream $1 did not come back: $(tail -3 "$WORK/$1.log")"
 }
 PIDS[a]=${PIDS[up_a]}
@@ -275,7 +249,7 @@ D=$SMALL/follow
 rm -rf "$SMALL"/sync
 cp -a "$WORK/half" "$D"
 leave 300
-serve follower "$D" "${FOLLOW[@]}"
+serve_dir follower "$D" 0 "${FOLLOW[@]}"
 # wait_log PATTERN: the follower logs PATTERN within 20 s.
 wait_log() {
     for _ in $(seq 200); do
@@ -306,7 +280,7 @@ echo "ok: serve --follow with room again: $(grep -o 'Following head failed .*num
 stop follower
 ! grep -q '^ERROR' "$WORK/follower.log" || fail "serve --follow on a full disk logged errors: $(grep '^ERROR' "$WORK/follower.log")"
 exact "$D" "serve --follow on a full disk" 4095
-serve follower "$D" "${FOLLOW[@]}"
+serve_dir follower "$D" 0 "${FOLLOW[@]}"
 for _ in $(seq 200); do
     grep -q "Followed head .*number=8191 " "$WORK/follower.log" && break
     sleep 0.1

@@ -1,25 +1,34 @@
 # shellcheck shell=bash
 # Helpers of the shell tests that run `headerd serve` nodes on loopback. Source it after lib.sh
-# (it uses HEADERD, WORK and fail) and prom_http.sh (metric uses http_body).
+# (it uses HEADERD, WORK and fail) and prom_http.sh (metric uses http_body). It sets an EXIT trap
+# that stops the nodes; a test that needs more at exit sets its own after sourcing it.
 
 declare -A PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"' EXIT
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
+# serve_dir NAME DATADIR PORT [ARGS...]: serves DATADIR on 127.0.0.1:PORT (0: a free port, see
+# DATADIR/enode) until stop NAME, its output appended to $WORK/NAME.log (FRESH_LOG=1: the log
+# starts empty, for a test that greps what this run logged).
+serve_dir() {
+    local name=$1 d=$2 port=$3
+    shift 3
+    rm -f "$d/enode"
+    [ "${FRESH_LOG:-0}" = 0 ] || : >"$WORK/$name.log"
+    "$HEADERD" serve --datadir "$d" --listen "127.0.0.1:$port" --workers 1 "$@" >>"$WORK/$name.log" 2>&1 &
+    PIDS[$name]=$!
+    for _ in $(seq 100); do
+        [ -s "$d/enode" ] && return 0
+        sleep 0.1
+    done
+    fail "serve $name did not start: $(tail -5 "$WORK/$name.log")"
+}
 # serve NAME PORT [ARGS...]: serves $WORK/NAME on 127.0.0.1:PORT until stop NAME.
 serve() {
     local name=$1 port=$2
     shift 2
-    rm -f "$WORK/$name/enode"
-    "$HEADERD" serve --datadir "$WORK/$name" --listen "127.0.0.1:$port" --workers 1 "$@" \
-        >>"$WORK/$name.log" 2>&1 &
-    PIDS[$name]=$!
-    for _ in $(seq 100); do
-        [ -s "$WORK/$name/enode" ] && return 0
-        sleep 0.1
-    done
-    fail "serve $name did not start: $(tail -5 "$WORK/$name.log")"
+    serve_dir "$name" "$WORK/$name" "$port" "$@"
 }
 stop() {
     kill "${PIDS[$1]}" 2>/dev/null || true
