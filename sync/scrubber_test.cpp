@@ -1,7 +1,9 @@
 // The background scrubber (sync/scrubber.cpp) on the real mainnet headers 0..8191, blocks [0, 6144)
 // frozen: its passes cover the chain at its pace, its metrics follow them, a flipped byte in the
 // freezer is found, exported as a range and handed to the repair callback (no more often than its
-// retry), and a repair that writes the true header back clears it.
+// retry), a repair that writes the true header back clears it, and a chain that grows and
+// freezes under the walk while readers read is never taken for damage. scripts/sanitize.sh runs
+// these under ThreadSanitizer too.
 
 #include "sync/scrubber.hpp"
 
@@ -12,11 +14,13 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
 #include "ancient/test_util.hpp"
+#include "core/block_header.hpp"
 #include "core/chain_config.hpp"
 #include "db/chain_db.hpp"
 #include "db/import.hpp"
@@ -171,6 +175,74 @@ TEST_F(ScrubberTest, DamageIsExportedAndRepairedNoMoreOftenThanItsRetry) {
     ASSERT_TRUE(db_->header_range(2990, 20, db::Order::kAscending, out));
     ASSERT_EQ(out.size(), 20u);
     for (size_t i = 0; i < 20; ++i) EXPECT_TRUE(std::ranges::equal(out.item(i), reference_chain().headers[2990 + i]));
+}
+
+// As serve --follow runs it: the scrubber walks while the chain grows from 4096 to 8192 headers in
+// steps of 128, each followed by a freeze that keeps the newest 256 (headers move from LevelDB to
+// the freezer under the walk), and two readers read ranges across the freezer boundary.
+TEST(ScrubberConcurrency, AGrowingFreezingChainUnderTheWalkIsNeverDamage) {
+    ancient::testing::TempDir dir;
+    db::ChainDbOptions opts;
+    opts.create_if_missing = true;
+    auto opened = db::ChainDb::open(dir.path(), opts);
+    ASSERT_TRUE(opened) << opened.error().message;
+    db::ChainDb& db = **opened;
+    ASSERT_TRUE(db.set_config(mainnet_config()));
+    const auto& ref = reference_chain();
+    std::vector<db::NewHeader> headers;
+    U256 td = 0;
+    for (uint64_t n = 0; n <= kHead; ++n) {
+        const BlockHeader h = *decode_block_header(ref.headers[n]);
+        td += h.difficulty;
+        headers.push_back({ref.headers[n], ref.hashes[n], n, td, h.timestamp});
+    }
+    ASSERT_TRUE(db.append(std::span(headers).first(4096)));
+
+    ScrubberOptions o;
+    o.rate = 1'000'000;
+    o.batch = 100;
+    o.pause = 1ms;
+    Scrubber s(db, o);
+    s.start();
+    std::atomic<bool> done{false};
+    std::atomic<uint64_t> wrong{0};
+    std::vector<std::thread> readers;
+    for (int r = 0; r < 2; ++r) {
+        readers.emplace_back([&, r] {
+            ItemBuffer out;
+            uint64_t i = 0;
+            while (!done.load(std::memory_order_relaxed)) {
+                const uint64_t head = db.head()->number;
+                const uint64_t from = (i++ * 97 + static_cast<uint64_t>(r) * 31) % (head + 1);
+                auto got = db.header_range(from, 64, db::Order::kAscending, out);
+                if (!got) {
+                    ++wrong;
+                    continue;
+                }
+                for (size_t k = 0; k < out.size(); ++k) {
+                    if (!std::ranges::equal(out.item(k), ref.headers[from + k])) ++wrong;
+                }
+            }
+        });
+    }
+    db::FreezeOptions freeze;
+    freeze.keep = 256;
+    for (uint64_t from = 4096; from <= kHead; from += 128) {
+        ASSERT_TRUE(db.append(std::span(headers).subspan(from, 128)));
+        ASSERT_TRUE(db.freeze(freeze));
+        std::this_thread::sleep_for(2ms);
+    }
+    // A few passes over the whole, frozen chain as well.
+    const uint64_t passes = s.passes();
+    const auto end = std::chrono::steady_clock::now() + 20s;
+    while (s.passes() < passes + 3 && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(5ms);
+    done = true;
+    for (auto& t : readers) t.join();
+    s.stop();
+    EXPECT_GE(s.passes(), passes + 3);
+    EXPECT_EQ(wrong.load(), 0u);
+    EXPECT_EQ(db.damaged_blocks().size(), 0u);
+    EXPECT_EQ(db.ancient_items(), kHead + 1 - 256);
 }
 
 }  // namespace
