@@ -31,6 +31,14 @@ Outcome<std::unique_ptr<Freezer>> Freezer::open(FileSystem& fs, std::string dir,
         f->repairs_.push_back("ancient freezer " + dir + ": table " + longer.name() + " truncated from " +
                               std::to_string(std::max(h, x)) + " to " + std::to_string(keep) + " items to match");
     }
+    // A table whose index hides more items than the other holds (a writable open fails to truncate
+    // it above): nothing sound can be read from the pair.
+    if (f->tail() > f->items()) {
+        return make_error("ancient freezer " + dir + ": the tables disagree: " + kHeadersTable + " starts at item " +
+                          std::to_string(f->headers_->tail()) + " and holds " + std::to_string(h) + ", " +
+                          kHashesTable + " starts at item " + std::to_string(f->hashes_->tail()) + " and holds " +
+                          std::to_string(x));
+    }
     if (auto r = f->open_checksums(fs, dir, opts.read_only); !r) return r.error();
     return f;
 }

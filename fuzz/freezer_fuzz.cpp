@@ -89,10 +89,9 @@ Items read_table(ancient::Table& t, bool compressed) {
 
 Items read_freezer(ancient::Freezer& f) {
     Items out{f.tail(), f.items(), {}};
-    // Tolerated: tail() is the larger table tail and items() the shorter head, so tables whose ranges
-    // do not overlap (a hashes index claiming billions of deleted items) give tail > items, which
-    // nothing outside ancient/ reads (docs/testing.md, "Fuzzing", findings). Nothing to read then.
-    if (out.tail > out.items) return Items{out.tail, out.items, {}};
+    // Tables whose ranges do not overlap (a hashes index claiming billions of deleted items) are
+    // refused by every open (docs/testing.md, "Fuzzing", finding 2): an open freezer has tail <= items.
+    if (out.tail > out.items) fail("an opened freezer has its tail past its items");
     ItemBuffer buf;
     for (uint64_t i = out.tail; i < out.items; ++i) {
         buf.clear();
