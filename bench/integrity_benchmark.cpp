@@ -214,13 +214,12 @@ void bm_freezer(benchmark::State& state, int mode) {
     });
 }
 
-void bm_chaindb(benchmark::State& state, size_t cache_bytes) {
-    const std::string as = "chaindb:" + std::to_string(cache_bytes);
-    auto read = [](uint64_t origin) -> Outcome<void> {
-        return fx->chain->header_range(origin, kRange, db::Order::kAscending, fx->out);
-    };
+// Opens the store as `as` with `open` (unless it is open so already), warms it with `read`, then
+// measures `read`.
+template <typename Open, typename Read>
+void open_warm_measure(benchmark::State& state, const std::string& as, Open open, Read read) {
     if (fx->open_as != as) {
-        if (auto r = open_chaindb(cache_bytes); !r) {
+        if (auto r = open(); !r) {
             state.SkipWithError(r.error().message.c_str());
             return;
         }
@@ -233,9 +232,16 @@ void bm_chaindb(benchmark::State& state, size_t cache_bytes) {
     measure(state, read);
 }
 
+void bm_chaindb(benchmark::State& state, size_t cache_bytes) {
+    auto read = [](uint64_t origin) -> Outcome<void> {
+        return fx->chain->header_range(origin, kRange, db::Order::kAscending, fx->out);
+    };
+    open_warm_measure(
+        state, "chaindb:" + std::to_string(cache_bytes), [cache_bytes] { return open_chaindb(cache_bytes); }, read);
+}
+
 // mode 0: verify_checksums on; 1: off; 2: off, then keccak of every header.
 void bm_direct(benchmark::State& state, size_t cache_bytes, int mode) {
-    const std::string as = "direct:" + std::to_string(cache_bytes);
     leveldb::ReadOptions ro;
     ro.verify_checksums = mode == 0;
     auto read = [&ro, mode](uint64_t origin) -> Outcome<void> {
@@ -243,18 +249,8 @@ void bm_direct(benchmark::State& state, size_t cache_bytes, int mode) {
         if (mode == 2) benchmark::DoNotOptimize(hash_all(fx->out));
         return {};
     };
-    if (fx->open_as != as) {
-        if (auto r = open_direct(cache_bytes); !r) {
-            state.SkipWithError(r.error().message.c_str());
-            return;
-        }
-        if (auto r = warm(read); !r) {
-            state.SkipWithError(r.error().message.c_str());
-            return;
-        }
-        fx->open_as = as;
-    }
-    measure(state, read);
+    open_warm_measure(
+        state, "direct:" + std::to_string(cache_bytes), [cache_bytes] { return open_direct(cache_bytes); }, read);
 }
 
 std::string cache_name(size_t bytes) { return bytes == kBigCache ? "32MiB" : "64KiB"; }
