@@ -36,15 +36,19 @@ size_t count_of(const std::string& haystack, const std::string& needle) {
     return n;
 }
 
-// The data-points attribute of the chart element with data-series="series".
+// The data-points attribute of the chart element with data-series="series". Plain string search, not
+// std::regex: libstdc++'s matcher recurses once per character of a [^"]* run, and a long timeline's
+// attribute (LongTimelineKeepsEveryPointWithoutDots) overflowed the stack under ASan.
 json::array series_points(const std::string& html, const std::string& series) {
-    const std::regex re("data-series=\"" + series + "\" data-points=\"([^\"]*)\"");
-    std::smatch m;
-    if (!std::regex_search(html, m, re)) {
+    const std::string attribute = "data-series=\"" + series + "\" data-points=\"";
+    const size_t start = html.find(attribute);
+    const size_t end = start == std::string::npos ? start : html.find('"', start + attribute.size());
+    if (end == std::string::npos) {
         ADD_FAILURE() << "no data-points for series " << series;
         return {};
     }
-    return json::parse(m[1].str()).as_array();
+    const size_t from = start + attribute.size();
+    return json::parse(html.substr(from, end - from)).as_array();
 }
 
 // Profile -> (le_ms, count) of every histogram bar, in page order.
