@@ -19,8 +19,8 @@
 //       established sessions until the server refuses one (at most M): how many it took, and the
 //       refusal's reason; all held S seconds (2), answering Pings.
 //   hostile_peer flood --peer ENODE --sessions K --requests N
-//       K sessions each sending N GetBlockHeaders (192 headers, random origins) at once; every reply
-//       must hold the 192 headers from its origin.
+//       K sessions, each on a thread of its own, each sending N GetBlockHeaders (192 headers, random
+//       origins) at once; every reply must hold the 192 headers from its origin.
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -377,36 +377,41 @@ int run_fill(const Options& o) {
     return tasks.run(std::chrono::seconds(60 + o.hold)) ? 0 : 1;
 }
 
-int run_flood(const Options& o) {
-    asio::io_context io(1);
-    size_t good = 0, bad = 0, failed = 0;
-    double max_rtt = 0;
+// What one flooding session saw.
+struct FloodResult {
+    size_t good{0}, bad{0}, failed{0};
+    double max_rtt{0};
     std::map<std::string, size_t> errors;
-    std::vector<std::unique_ptr<Node>> nodes;
-    std::mt19937_64 rng(7);
+    bool done{false};
+};
+
+// One session sending `o.requests` requests at once, on the calling thread.
+void flood_session(const Options& o, Node& node, uint64_t seed, FloodResult& out) {
+    asio::io_context io(1);
+    std::mt19937_64 rng(seed);
     auto one = [&](std::shared_ptr<p2p::ClientSession> s, uint64_t origin) -> asio::awaitable<void> {
         eth::GetBlockHeadersRequest req;
         req.origin = eth::HashOrNumber::of(origin);
         req.amount = 192;
         auto r = co_await s->request(req, 60s);
         if (!r) {
-            ++failed;
-            ++errors[r.error().message];
+            ++out.failed;
+            ++out.errors[r.error().message];
             co_return;
         }
-        max_rtt = std::max(max_rtt, std::chrono::duration<double>(r->rtt).count());
+        out.max_rtt = std::max(out.max_rtt, std::chrono::duration<double>(r->rtt).count());
         bool right = r->headers.size() == 192;
         for (size_t i = 0; right && i < r->headers.size(); ++i) {
             auto h = decode_block_header(r->headers[i]);
             right = h && h->number == origin + i;
         }
-        ++(right ? good : bad);
+        ++(right ? out.good : out.bad);
     };
-    auto session = [&](size_t index) -> asio::awaitable<void> {
+    auto session = [&]() -> asio::awaitable<void> {
         try {
             p2p::ClientOptions options;
             options.max_in_flight = o.requests;
-            auto s = co_await p2p::ClientSession::connect(*o.peer, nodes[index]->local, options);
+            auto s = co_await p2p::ClientSession::connect(*o.peer, node.local, options);
             std::vector<uint64_t> origins(o.requests);
             for (auto& x : origins) x = rng() % (8192 - 192);
             // All at once: each request() writes its frame before it first waits.
@@ -421,16 +426,43 @@ int run_flood(const Options& o) {
             co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
             co_await s->close();
         } catch (const std::exception& e) {
-            failed += o.requests;
-            ++errors[e.what()];
+            out.failed += o.requests;
+            ++out.errors[e.what()];
         }
     };
     Tasks tasks{io};
+    tasks.spawn(session());
+    out.done = tasks.run(90s);
+}
+
+// Each session on a thread (and io_context) of its own: a ClientSession reads on without yielding
+// while its socket has data, so on one shared thread a session whose replies kept coming held that
+// thread, and the other sessions went unread (or stayed in their handshakes) past the server's 10 s
+// write and 5 s handshake deadlines whenever this tool decoded replies slower than the server sent
+// them (under ASan).
+int run_flood(const Options& o) {
+    std::vector<std::unique_ptr<Node>> nodes;
     for (size_t i = 0; i < o.sessions; ++i) nodes.push_back(std::make_unique<Node>());
-    for (size_t i = 0; i < o.sessions; ++i) tasks.spawn(session(i));
-    const bool done = tasks.run(90s);
-    std::printf("replies=%zu wrong=%zu failed=%zu max_rtt_s=%.3f done=%d\n", good, bad, failed, max_rtt, done ? 1 : 0);
-    for (auto& [e, n] : errors) std::fprintf(stderr, "  %zu x %s\n", n, e.c_str());
+    std::vector<FloodResult> results(o.sessions);
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < o.sessions; ++i) {
+        threads.emplace_back(
+            [&o, &node = *nodes[i], &result = results[i], seed = 7 + i] { flood_session(o, node, seed, result); });
+    }
+    for (auto& t : threads) t.join();
+    FloodResult all;
+    all.done = true;
+    for (const FloodResult& r : results) {
+        all.good += r.good;
+        all.bad += r.bad;
+        all.failed += r.failed;
+        all.max_rtt = std::max(all.max_rtt, r.max_rtt);
+        for (const auto& [e, n] : r.errors) all.errors[e] += n;
+        all.done = all.done && r.done;
+    }
+    std::printf("replies=%zu wrong=%zu failed=%zu max_rtt_s=%.3f done=%d\n", all.good, all.bad, all.failed, all.max_rtt,
+                all.done ? 1 : 0);
+    for (auto& [e, n] : all.errors) std::fprintf(stderr, "  %zu x %s\n", n, e.c_str());
     return 0;
 }
 
