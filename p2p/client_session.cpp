@@ -8,6 +8,7 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "core/block_header.hpp"
@@ -155,6 +156,10 @@ asio::awaitable<void> ClientSession::read_loop(std::shared_ptr<ClientSession> /*
             if (m->id == kPingId) ++stats_.pings;
             if (co_await handle_base(*conn_, *m)) continue;
             co_await on_message(*m);
+            // Reads complete at once while the peer keeps the socket busy: let the thread's other
+            // sessions and timers run after every message, or one fast peer would hold the thread
+            // (the load generator runs many sessions per thread; the server does the same).
+            co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
         }
     } catch (const PeerError& e) {
         error_ = closing_ ? PeerError(PeerErrorKind::kRequested, "closed by this node") : e;
