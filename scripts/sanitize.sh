@@ -44,6 +44,11 @@ if [ "$kind" = thread ]; then
     if ninja -C "$build_dir" -t targets all | grep -q '^load_test:'; then
         targets+=(load_test)
     fi
+    # sync/: the scrubber's thread beside readers and a writer that grows and freezes the chain
+    # (ScrubberConcurrency), and the Fetcher.
+    if ninja -C "$build_dir" -t targets all | grep -q '^sync_test:'; then
+        targets+=(sync_test)
+    fi
     # More test binaries by name (for example p2p_session_test, left out by default because some of its
     # assertions on timing do not hold at TSan's speed; docs/testing.md).
     read -r -a extra <<<"${HEADERD_SANITIZE_EXTRA_TESTS:-}"
