@@ -388,7 +388,11 @@ asio::awaitable<bool> Runner::Impl::one_request(Client& c, Planned p, std::optio
             c.view.head = *chain.head_number;
             c.view.head_hash = chain.head_hash;
         }
-        VerifyRequest vr{&p.request, p.origin_number, p.origin_on_chain, head_low, std::max(head_low, c.view.head),
+        VerifyRequest vr{&p.request,
+                         p.origin_number,
+                         p.origin_on_chain,
+                         head_low,
+                         std::max(head_low, c.view.head),
                          c.session->link().version < 69};
         VerifyResult v = verify_reply(vr, result->headers, cfg.rules, cfg.reference, c.scratch);
         if (v.ok()) learn_growth(c, *v.facts, result->headers);

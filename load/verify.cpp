@@ -108,8 +108,8 @@ VerifyResult verify_reply(const VerifyRequest& in, std::span<const ByteView> hea
                              : most;
     if (headers.size() > cap) {
         return fail(fmt::format("{} headers, at most {} allowed (origin {}, server head {})", headers.size(), cap,
-                                origin, in.head_unannounced ? std::string("unannounced")
-                                                            : std::to_string(in.head_high)));
+                                origin,
+                                in.head_unannounced ? std::string("unannounced") : std::to_string(in.head_high)));
     }
     if (headers.size() < least && facts.bytes + rules.max_header_bytes <= rules.soft_bytes) {
         return fail(
