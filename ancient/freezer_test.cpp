@@ -20,11 +20,10 @@ using ::testing::IsEmpty;
 using testing::item_span;
 using testing::mainnet_hashes;
 using testing::mainnet_headers;
+using testing::posix;
 using testing::TempDir;
 using ::testing::UnorderedElementsAre;
 using testing::views;
-
-PosixFileSystem posix;
 
 std::unique_ptr<Freezer> open_freezer(FileSystem& fs, const std::string& dir, Freezer::Options opts = {}) {
     auto f = Freezer::open(fs, dir, opts);

@@ -39,11 +39,10 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using testing::mainnet_headers;
 using ::testing::Not;
+using testing::posix;
 using testing::read_file;
 using testing::TempDir;
 using testing::views;
-
-PosixFileSystem posix;
 
 TableOptions snappy_opts(uint64_t max_file_size = kDefaultMaxFileSize) { return {true, max_file_size, false}; }
 TableOptions raw_opts(uint64_t max_file_size = kDefaultMaxFileSize) { return {false, max_file_size, false}; }

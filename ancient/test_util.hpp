@@ -27,6 +27,9 @@
 
 namespace headerd::ancient::testing {
 
+// The real file system, for tests that do not inject faults.
+inline PosixFileSystem& posix = PosixFileSystem::instance();
+
 // A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
 class TempDir {
   public:

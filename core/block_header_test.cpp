@@ -13,6 +13,7 @@
 
 #include "core/hex.hpp"
 #include "core/rlp.hpp"
+#include "core/test_hex.hpp"
 
 namespace headerd {
 namespace {
@@ -31,12 +32,6 @@ std::vector<std::string> read_lines(const std::string& name) {
         if (!line.empty() && line[0] != '#') lines.push_back(line);
     }
     return lines;
-}
-
-Bytes unhex(std::string_view s) {
-    auto b = from_hex(s);
-    EXPECT_TRUE(b.has_value()) << s;
-    return b.value_or(Bytes{});
 }
 
 Hash32 hash(std::string_view s) {
@@ -148,7 +143,7 @@ constexpr KVector kKVectors[] = {
 TEST(BlockHeader, SectionKVectors) {
     for (const auto& v : kKVectors) {
         SCOPED_TRACE(v.name);
-        const Bytes rlp = unhex(v.rlp);
+        const Bytes rlp = test::hex(v.rlp);
         EXPECT_EQ(rlp.size(), v.length);
         const BlockHeader h = check_header(rlp, hash(v.hash));
         EXPECT_EQ(h.field_count(), v.fields);
@@ -156,7 +151,7 @@ TEST(BlockHeader, SectionKVectors) {
 }
 
 TEST(BlockHeader, BlockEncodingFields) {
-    const BlockHeader h = check_header(unhex(kBlockEncodingHeader), hash(kKVectors[0].hash));
+    const BlockHeader h = check_header(test::hex(kBlockEncodingHeader), hash(kKVectors[0].hash));
     EXPECT_EQ(h.difficulty, U256{131072});
     EXPECT_EQ(h.number, 1u);
     EXPECT_EQ(h.gas_limit, 3141592u);
@@ -171,12 +166,12 @@ TEST(BlockHeader, BlockEncodingFields) {
 }
 
 TEST(BlockHeader, Eip1559AndEip4844Fields) {
-    const BlockHeader london = check_header(unhex(kEip1559BlockEncodingHeader), hash(kKVectors[1].hash));
+    const BlockHeader london = check_header(test::hex(kEip1559BlockEncodingHeader), hash(kKVectors[1].hash));
     ASSERT_TRUE(london.base_fee_per_gas);
     EXPECT_EQ(*london.base_fee_per_gas, U256{1000000000});
     EXPECT_FALSE(london.withdrawals_root);
 
-    const BlockHeader cancun = check_header(unhex(kEip4844BlockEncodingHeader), hash(kKVectors[3].hash));
+    const BlockHeader cancun = check_header(test::hex(kEip4844BlockEncodingHeader), hash(kKVectors[3].hash));
     EXPECT_EQ(cancun.number, 1u);
     EXPECT_EQ(cancun.gas_limit, 0x016345785d8a0000u);
     EXPECT_EQ(cancun.timestamp, 0x79eu);
@@ -190,7 +185,7 @@ TEST(BlockHeader, Eip1559AndEip4844Fields) {
 }
 
 TEST(BlockHeader, MainnetGenesisFields) {
-    const BlockHeader g = check_header(unhex(kMainnetGenesisHeader), hash(kKVectors[4].hash));
+    const BlockHeader g = check_header(test::hex(kMainnetGenesisHeader), hash(kKVectors[4].hash));
     EXPECT_EQ(g.parent_hash, Hash32{});
     EXPECT_EQ(g.ommers_hash, hash("1dcc4de8dec75d7aab85b567b6ccd41ad312451b948a7413f0a142fd40d49347"));
     EXPECT_EQ(g.state_root, hash("d7f8974fb5ac78d9ac099b9ad5018bedc2ce0a72dad1827a1709da30580f0544"));
@@ -245,7 +240,7 @@ TEST(BlockHeader, MainnetForkSamplesOfEveryLayout) {
         line >> number >> block_hash >> rlp_hex >> era >> fields;
         ASSERT_FALSE(line.fail()) << text.substr(0, 40);
         SCOPED_TRACE(era);
-        const BlockHeader h = check_header(unhex(rlp_hex), hash(block_hash));
+        const BlockHeader h = check_header(test::hex(rlp_hex), hash(block_hash));
         EXPECT_EQ(h.number, number);
         EXPECT_EQ(h.field_count(), fields);
         layouts.push_back(fields);
@@ -379,7 +374,7 @@ TEST(BlockHeader, MissingLowerOptionalFieldsEncodeAsZero) {
 }
 
 TEST(BlockHeader, EncodeAppends) {
-    const Bytes genesis = unhex(kMainnetGenesisHeader);
+    const Bytes genesis = test::hex(kMainnetGenesisHeader);
     auto h = decode_block_header(genesis);
     ASSERT_TRUE(h);
     Bytes out = {0x01, 0x02};
@@ -392,7 +387,7 @@ TEST(BlockHeader, EncodeAppends) {
 
 // The fields of a header as separately encoded items, to be edited and re-wrapped.
 std::vector<Bytes> split_fields(std::string_view header_hex) {
-    const Bytes rlp = unhex(header_hex);
+    const Bytes rlp = test::hex(header_hex);
     ByteView in{rlp};
     auto payload = rlp::decode_list(in);
     EXPECT_TRUE(payload);
@@ -428,7 +423,7 @@ struct BadCase {
 };
 
 std::vector<BadCase> bad_cases() {
-    const Bytes genesis = unhex(kMainnetGenesisHeader);
+    const Bytes genesis = test::hex(kMainnetGenesisHeader);
     const std::vector<Bytes> legacy = split_fields(kMainnetGenesisHeader);        // 15 fields
     const std::vector<Bytes> cancun = split_fields(kEip4844BlockEncodingHeader);  // 20 fields
     std::vector<BadCase> cases;
@@ -464,18 +459,18 @@ std::vector<BadCase> bad_cases() {
     edit("19-byte coinbase", 2, string_item(Bytes(19, 0)), HeaderError::kWrongFieldSize, false);
     edit("255-byte bloom", 6, string_item(Bytes(255, 0)), HeaderError::kWrongFieldSize, false);
     edit("7-byte nonce", 14, string_item(Bytes(7, 0)), HeaderError::kWrongFieldSize, false);
-    edit("leading zero in number", 8, unhex("820001"), HeaderError::kLeadingZero, true);
-    edit("zero byte as number", 8, unhex("00"), HeaderError::kLeadingZero, true);
-    edit("leading zero in difficulty", 7, unhex("83000001"), HeaderError::kLeadingZero, false);
-    edit("9-byte gas limit", 9, unhex("89010000000000000000"), HeaderError::kIntegerOverflow, false);
+    edit("leading zero in number", 8, test::hex("820001"), HeaderError::kLeadingZero, true);
+    edit("zero byte as number", 8, test::hex("00"), HeaderError::kLeadingZero, true);
+    edit("leading zero in difficulty", 7, test::hex("83000001"), HeaderError::kLeadingZero, false);
+    edit("9-byte gas limit", 9, test::hex("89010000000000000000"), HeaderError::kIntegerOverflow, false);
     edit("33-byte difficulty", 7, string_item(Bytes(33, 1)), HeaderError::kIntegerOverflow, false);
-    edit("list as state root", 3, unhex("c0"), HeaderError::kUnexpectedList, false);
-    edit("list as number", 8, unhex("c180"), HeaderError::kUnexpectedList, true);
-    edit("list as extra data", 12, unhex("c0"), HeaderError::kUnexpectedList, false);
-    edit("wrapped single byte as number", 8, unhex("8105"), HeaderError::kNonCanonicalLength, true);
+    edit("list as state root", 3, test::hex("c0"), HeaderError::kUnexpectedList, false);
+    edit("list as number", 8, test::hex("c180"), HeaderError::kUnexpectedList, true);
+    edit("list as extra data", 12, test::hex("c0"), HeaderError::kUnexpectedList, false);
+    edit("wrapped single byte as number", 8, test::hex("8105"), HeaderError::kNonCanonicalLength, true);
 
     // The header list itself in long form for a short payload.
-    cases.push_back({"non-canonical list length", unhex("f800"), HeaderError::kNonCanonicalLength, true});
+    cases.push_back({"non-canonical list length", test::hex("f800"), HeaderError::kNonCanonicalLength, true});
     return cases;
 }
 

@@ -12,15 +12,10 @@
 #include "core/block_header.hpp"
 #include "core/hex.hpp"
 #include "core/rlp.hpp"
+#include "core/test_hex.hpp"
 
 namespace headerd {
 namespace {
-
-Bytes unhex(std::string_view s) {
-    auto b = from_hex(s);
-    EXPECT_TRUE(b.has_value()) << s;
-    return b.value_or(Bytes{});
-}
 
 TEST(ChainConfig, Mainnet) {
     const ChainConfig& c = mainnet_config();
@@ -66,7 +61,7 @@ TEST(ChainConfig, MainnetForkSamplesHaveExpectedFieldCount) {
         std::string block_hash, rlp_hex, era;
         size_t fields = 0;
         line >> number >> block_hash >> rlp_hex >> era >> fields;
-        auto h = decode_block_header(unhex(rlp_hex));
+        auto h = decode_block_header(test::hex(rlp_hex));
         ASSERT_TRUE(h) << era;
         EXPECT_EQ(mainnet_config().expected_field_count(h->number, h->timestamp), fields) << era;
         ++samples;
@@ -172,7 +167,7 @@ TEST(ChainConfig, RoundTrips) {
 // Builds a config list from already-encoded fields.
 Bytes wrap(const std::vector<std::string_view>& hex_fields) {
     Bytes payload;
-    for (std::string_view f : hex_fields) append(payload, unhex(f));
+    for (std::string_view f : hex_fields) append(payload, test::hex(f));
     Bytes out;
     rlp::encode_header(out, {true, payload.size()});
     append(out, payload);
@@ -211,7 +206,7 @@ TEST(ChainConfig, DecodeRejectsBadEncodings) {
          rlp::DecodeError::kUnexpectedLength},
         {"list as name", wrap({"01", "c0", "01", kZeroHash, "80", "c0", "c0", "c0", "c0", "c0", "c0"}),
          rlp::DecodeError::kUnexpectedList},
-        {"not a list", unhex("8401020304"), rlp::DecodeError::kUnexpectedString},
+        {"not a list", test::hex("8401020304"), rlp::DecodeError::kUnexpectedString},
         {"empty", {}, rlp::DecodeError::kInputTooShort},
     };
     for (const Case& c : cases) {

@@ -580,7 +580,7 @@ TEST(Era1, EveryBitFlipIsRefusedOrHarmless) {
                 ++refused;
                 continue;
             }
-            SCOPED_TRACE(testing::Message() << "flip 0x" << std::hex << int{mask} << " at " << std::dec << pos);
+            SCOPED_TRACE(::testing::Message() << "flip 0x" << std::hex << int{mask} << " at " << std::dec << pos);
             ASSERT_EQ(a->start_number(), 0u);
             ASSERT_EQ(a->count(), headers.size());
             ASSERT_EQ(a->accumulator_root(), good->accumulator_root());

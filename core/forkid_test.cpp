@@ -137,7 +137,7 @@ ChainConfig petersburg_era_config() {
 
 void check_creation(const ChainConfig& c, const CreationCase* begin, const CreationCase* end) {
     for (const CreationCase* t = begin; t != end; ++t) {
-        SCOPED_TRACE(testing::Message() << c.name << " head " << t->head << " time " << t->time);
+        SCOPED_TRACE(::testing::Message() << c.name << " head " << t->head << " time " << t->time);
         const ForkId id = compute_fork_id(c, t->head, t->time);
         EXPECT_EQ(to_hex(id.hash), to_hex(h4(t->hash)));
         EXPECT_EQ(id.next, t->next);
@@ -252,8 +252,9 @@ TEST(ForkId, Validation) {
     const ChainConfig legacy = legacy_config();
     static_assert(std::size(kValidationCases) == 45);
     for (const ValidationCase& t : kValidationCases) {
-        SCOPED_TRACE(testing::Message() << (t.legacy ? "legacy" : "mainnet") << " head " << t.head << " time " << t.time
-                                        << " remote " << std::hex << t.hash << std::dec << " next " << t.next);
+        SCOPED_TRACE(::testing::Message()
+                     << (t.legacy ? "legacy" : "mainnet") << " head " << t.head << " time " << t.time << " remote "
+                     << std::hex << t.hash << std::dec << " next " << t.next);
         auto r = validate_fork_id(t.legacy ? legacy : mainnet_config(), t.head, t.time, ForkId{h4(t.hash), t.next});
         switch (t.expect) {
             case Expect::kAccept:

@@ -14,17 +14,12 @@
 #include <boost/multiprecision/cpp_int.hpp>
 
 #include "core/hex.hpp"
+#include "core/test_hex.hpp"
 
 namespace headerd {
 namespace {
 
 using rlp::DecodeError;
-
-Bytes unhex(std::string_view s) {
-    auto b = from_hex(s);
-    EXPECT_TRUE(b.has_value()) << s;
-    return b.value_or(Bytes{});
-}
 
 // ---- ethereum/tests RLPTests corpus (upstream RLPTests/rlptest.json, invalidRLPTest.json) ------------------
 
@@ -265,7 +260,7 @@ Bytes reencode(ByteView& in) {
 TEST(Rlp, CorpusValidEncodesAndDecodes) {
     for (const auto& c : kValidCases) {
         SCOPED_TRACE(c.name);
-        const Bytes want = unhex(c.out);
+        const Bytes want = test::hex(c.out);
         EXPECT_EQ(to_hex(InEncoder{c.in}.encode_all()), to_hex(want));
         EXPECT_TRUE(rlp::validate(want));
 
@@ -285,7 +280,7 @@ TEST(Rlp, CorpusValidEncodesAndDecodes) {
 TEST(Rlp, CorpusInvalidRejectedWithSpecificError) {
     for (const auto& c : kInvalidCases) {
         SCOPED_TRACE(c.name);
-        const Bytes bytes = unhex(c.out);
+        const Bytes bytes = test::hex(c.out);
         auto r = rlp::validate(bytes);
         ASSERT_FALSE(r);
         EXPECT_EQ(r.error(), make_error_code(c.error)) << r.error().message();
@@ -352,7 +347,7 @@ constexpr BadUintCase kBadUintCases[] = {
 TEST(Rlp, Uint64RejectsNonCanonicalAndOversized) {
     for (const auto& c : kBadUintCases) {
         SCOPED_TRACE(c.rlp);
-        const Bytes bytes = unhex(c.rlp);
+        const Bytes bytes = test::hex(c.rlp);
         ByteView in{bytes};
         auto v = rlp::decode_uint64(in);
         ASSERT_FALSE(v);
@@ -387,13 +382,13 @@ TEST(Rlp, U256RoundTrips) {
 
 TEST(Rlp, U256RejectsBigintAndLeadingZero) {
     // The corpus' bigint is 2^256: valid RLP, but one byte too wide for a U256.
-    Bytes bigint = unhex("a1010000000000000000000000000000000000000000000000000000000000000000");
+    Bytes bigint = test::hex("a1010000000000000000000000000000000000000000000000000000000000000000");
     ByteView in{bigint};
     auto v = rlp::decode_u256(in);
     ASSERT_FALSE(v);
     EXPECT_EQ(v.error(), make_error_code(DecodeError::kIntegerOverflow));
 
-    Bytes padded = unhex("a000ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff");
+    Bytes padded = test::hex("a000ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff");
     in = ByteView{padded};
     v = rlp::decode_u256(in);
     ASSERT_FALSE(v);
@@ -426,7 +421,7 @@ TEST(Rlp, StringHeaderSwitchesToLongFormAt56Bytes) {
         EXPECT_TRUE(in.empty());
     }
     Bytes out;
-    rlp::encode(out, ByteView{unhex("7f")});
+    rlp::encode(out, ByteView{test::hex("7f")});
     EXPECT_EQ(to_hex(out), "7f");  // a single byte below 0x80 is its own encoding
 }
 
@@ -541,13 +536,13 @@ TEST(Rlp, NestedListsRoundTrip) {
 }
 
 TEST(Rlp, TypeMismatchesAndHashLength) {
-    Bytes list = unhex("c0");
+    Bytes list = test::hex("c0");
     ByteView in{list};
     auto s = rlp::decode_string(in);
     ASSERT_FALSE(s);
     EXPECT_EQ(s.error(), make_error_code(DecodeError::kUnexpectedList));
 
-    Bytes str = unhex("83646f67");
+    Bytes str = test::hex("83646f67");
     in = ByteView{str};
     auto l = rlp::decode_list(in);
     ASSERT_FALSE(l);
@@ -577,7 +572,7 @@ TEST(Rlp, TypeMismatchesAndHashLength) {
 // ---- validate / next_item -----------------------------------------------------------------------
 
 Bytes nested_lists(size_t depth) {
-    Bytes out = unhex("c0");
+    Bytes out = test::hex("c0");
     for (size_t i = 1; i < depth; ++i) {
         Bytes wrapped;
         rlp::encode_header(wrapped, {true, out.size()});
@@ -596,15 +591,15 @@ TEST(Rlp, ValidateDepthLimit) {
 }
 
 TEST(Rlp, ValidateRejectsTrailingBytesAndDeepErrors) {
-    auto r = rlp::validate(unhex("c0c0"));
+    auto r = rlp::validate(test::hex("c0c0"));
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error(), make_error_code(DecodeError::kTrailingBytes));
 
-    r = rlp::validate(unhex("c3c28101"));  // non-canonical byte two levels down
+    r = rlp::validate(test::hex("c3c28101"));  // non-canonical byte two levels down
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error(), make_error_code(DecodeError::kNonCanonicalSingleByte));
 
-    r = rlp::validate(unhex("c3c28300"));  // inner string runs past its enclosing list
+    r = rlp::validate(test::hex("c3c28300"));  // inner string runs past its enclosing list
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error(), make_error_code(DecodeError::kInputTooShort));
 
@@ -614,7 +609,7 @@ TEST(Rlp, ValidateRejectsTrailingBytesAndDeepErrors) {
 }
 
 TEST(Rlp, NextItemSplitsConcatenatedItems) {
-    const Bytes stream = unhex(
+    const Bytes stream = test::hex(
         "0183646f67c0c6827a77c10401b8384c6f72656d20697073756d20646f6c6f722073697420616d65742c20636f6e"
         "7365637465747572206164697069736963696e6720656c6974");
     ByteView in{stream};
@@ -631,7 +626,7 @@ TEST(Rlp, NextItemSplitsConcatenatedItems) {
     EXPECT_EQ(items[3], "c6827a77c10401");
     EXPECT_EQ(items[4].size(), 2 * 58u);
 
-    const Bytes truncated = unhex("c6827a77c104");
+    const Bytes truncated = test::hex("c6827a77c104");
     in = ByteView{truncated};
     auto item = rlp::next_item(in);
     ASSERT_FALSE(item);
@@ -639,7 +634,7 @@ TEST(Rlp, NextItemSplitsConcatenatedItems) {
 }
 
 TEST(Rlp, DecodeHeaderLeavesSingleBytesInPlace) {
-    const Bytes b = unhex("7f");
+    const Bytes b = test::hex("7f");
     ByteView in{b};
     auto h = rlp::decode_header(in);
     ASSERT_TRUE(h);

@@ -47,7 +47,7 @@
 #include "tests/side_chain.hpp"
 
 namespace headerd::db {
-namespace {
+namespace skeleton_concurrency_test {
 
 namespace fs = std::filesystem;
 using headerd::testing::SideChain;
@@ -700,5 +700,5 @@ TEST(SkeletonConcurrency, ReadersSeeOneWholeChainWhileTheWriterLinksAndReorganis
     fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace skeleton_concurrency_test
 }  // namespace headerd::db

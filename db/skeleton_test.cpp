@@ -24,7 +24,7 @@
 #include "tests/side_chain.hpp"
 
 namespace headerd::db {
-namespace {
+namespace skeleton_test {
 
 namespace fs = std::filesystem;
 
@@ -697,5 +697,5 @@ TEST_F(SkeletonTest, DropDeletesTheSkeletonAndItsHeaders) {
     EXPECT_TRUE(canonical_is_reference(300));
 }
 
-}  // namespace
+}  // namespace skeleton_test
 }  // namespace headerd::db

@@ -13,6 +13,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "core/awaitable.hpp"
 #include "core/block_header.hpp"
 #include "core/hex.hpp"
 #include "load/reference_chain.hpp"
@@ -24,7 +25,6 @@ namespace headerd::load {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
 

@@ -20,7 +20,7 @@
 #include "load/reference_chain.hpp"
 
 namespace headerd::load {
-namespace {
+namespace verify_test {
 
 namespace fs = std::filesystem;
 using eth::GetBlockHeadersRequest;
@@ -633,5 +633,5 @@ TEST(LoadVerify, DescribeNamesEveryField) {
               "forward");
 }
 
-}  // namespace
+}  // namespace verify_test
 }  // namespace headerd::load

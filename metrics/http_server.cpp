@@ -1,4 +1,5 @@
 #include "metrics/http_server.hpp"
+#include "core/awaitable.hpp"
 
 #include <algorithm>
 #include <array>
@@ -37,7 +38,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 // A scrape or probe request is a few hundred bytes; 8 KiB is what common servers allow per header.
 constexpr uint32_t kMaxHeaderBytes = 8 * 1024;
 // Holds one header at the limit plus pipelined bytes; a connection's buffer never grows past it.

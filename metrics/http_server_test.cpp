@@ -29,6 +29,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include "core/awaitable.hpp"
 #include "metrics/process_collector.hpp"
 
 namespace headerd::metrics {
@@ -39,7 +40,6 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 // Every client operation ends by itself; a hung server fails the test instead of hanging it.
 constexpr auto kClientTimeout = std::chrono::seconds(5);
 constexpr auto kTestTimeout = std::chrono::seconds(20);

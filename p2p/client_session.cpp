@@ -11,6 +11,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "core/awaitable.hpp"
 #include "core/block_header.hpp"
 
 namespace headerd::p2p {
@@ -18,8 +19,6 @@ namespace {
 
 using namespace boost::asio::experimental::awaitable_operators;
 using eth::MessageId;
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
-constexpr uint64_t kPingId = static_cast<uint64_t>(BaseMessageId::kPing);
 constexpr uint64_t kRequestCode = static_cast<uint64_t>(MessageId::kGetBlockHeaders);
 constexpr uint64_t kResponseCode = static_cast<uint64_t>(MessageId::kBlockHeaders);
 

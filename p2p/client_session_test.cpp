@@ -27,6 +27,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "core/awaitable.hpp"
 #include "p2p/eth/messages.hpp"
 #include "p2p/peer.hpp"
 #include "p2p/peer_error.hpp"
@@ -41,7 +42,6 @@ using namespace std::chrono_literals;
 using namespace boost::asio::experimental::awaitable_operators;
 using eth::MessageId;
 using Kind = RequestFailure::Kind;
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
 constexpr auto kSlack = 1500ms;
 constexpr uint64_t kPing = static_cast<uint64_t>(BaseMessageId::kPing);

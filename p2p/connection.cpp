@@ -8,6 +8,7 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "core/awaitable.hpp"
 #include "p2p/eth/messages.hpp"
 #include "p2p/net_metrics.hpp"
 #include "p2p/rlpx/handshake.hpp"
@@ -16,7 +17,6 @@ namespace headerd::p2p {
 namespace {
 
 using namespace boost::asio::experimental::awaitable_operators;
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
 // Buffers are reused between messages, but one huge (legal) frame must not pin its memory for the
 // rest of the connection: anything above this is given back before the next read.

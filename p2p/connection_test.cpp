@@ -27,6 +27,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include "core/awaitable.hpp"
 #include "p2p/peer_error.hpp"
 #include "p2p/rlpx/frame.hpp"
 #include "p2p/rlpx/secp256k1.hpp"
@@ -34,11 +35,10 @@
 #include "tests/test_util.hpp"
 
 namespace headerd::p2p {
-namespace {
+namespace connection_test {
 
 using namespace std::chrono_literals;
 using namespace boost::asio::experimental::awaitable_operators;
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
 // Slack on top of a deadline for a loaded machine.
 constexpr auto kSlack = 1500ms;
@@ -450,5 +450,5 @@ TEST(Connection, CancelLetsAWriteInProgressFinish) {
     EXPECT_EQ(decode_disconnect(m->payload).value(), DisconnectReason::kQuitting);
 }
 
-}  // namespace
+}  // namespace connection_test
 }  // namespace headerd::p2p

@@ -5,7 +5,7 @@
 #include <string>
 
 namespace headerd::p2p {
-namespace {
+namespace log_limiter_test {
 
 using namespace std::chrono_literals;
 
@@ -121,5 +121,5 @@ TEST(LogLimiter, LongKeysAreCutSoTheyCannotGrowMemory) {
     EXPECT_TRUE(limiter.allow(prefix.substr(1), kT0 + 1s));  // a shorter key is another key
 }
 
-}  // namespace
+}  // namespace log_limiter_test
 }  // namespace headerd::p2p

@@ -10,8 +10,6 @@ namespace {
 
 constexpr uint64_t kHelloId = static_cast<uint64_t>(BaseMessageId::kHello);
 constexpr uint64_t kDisconnectId = static_cast<uint64_t>(BaseMessageId::kDisconnect);
-constexpr uint64_t kPingId = static_cast<uint64_t>(BaseMessageId::kPing);
-constexpr uint64_t kPongId = static_cast<uint64_t>(BaseMessageId::kPong);
 
 // The peer said goodbye: nothing more may be sent.
 [[noreturn]] void remote_disconnect(ByteView payload) {

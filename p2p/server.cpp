@@ -7,6 +7,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "core/awaitable.hpp"
 #include "p2p/eth/messages.hpp"
 #include "p2p/eth/status.hpp"
 #include "p2p/peer.hpp"
@@ -14,8 +15,6 @@
 
 namespace headerd::p2p {
 namespace {
-
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
 // "1.2.3.4:5678" -> "1.2.3.4": a reconnecting peer gets a new port but is the same source.
 std::string conn_host(const std::string& address) {

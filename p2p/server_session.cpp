@@ -14,8 +14,6 @@ namespace {
 
 using eth::MessageId;
 
-constexpr uint64_t kPingId = static_cast<uint64_t>(BaseMessageId::kPing);
-
 class Handler {
   public:
     Handler(Connection& conn, const EthLink& link, const ServeContext& context)

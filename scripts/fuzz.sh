@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${HEADERD_FUZZ_SECONDS:-30}
 targets=(core rlpx eth reply freezer era1 config http)
-cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEADERD_FUZZ=ON \
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEADERD_FUZZ=ON -DCMAKE_UNITY_BUILD=ON \
     -DHEADERD_BUILD_TESTS=OFF -DHEADERD_BUILD_BENCHMARKS=OFF -DHEADERD_WERROR=OFF >/dev/null
 cmake --build build-fuzz --target "${targets[@]/%/_fuzz}" --parallel "$(nproc)"
 

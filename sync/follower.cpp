@@ -15,16 +15,13 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "core/awaitable.hpp"
 #include "core/block_header.hpp"
 #include "core/hex.hpp"
 #include "p2p/eth/messages.hpp"
 
 namespace headerd::sync {
-namespace {
-
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
-
-}  // namespace
+namespace {}  // namespace
 
 std::optional<std::pair<uint64_t, Hash32>> agreed_head(const std::vector<FollowedPeer>& peers, size_t followed) {
     std::map<std::pair<uint64_t, Hash32>, size_t> votes;

@@ -12,14 +12,13 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "core/awaitable.hpp"
 #include "core/block_header.hpp"
 #include "core/hex.hpp"
 #include "p2p/eth/messages.hpp"
 
 namespace headerd::sync {
 namespace {
-
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
 eth::GetBlockHeadersRequest by_number(uint64_t origin, uint64_t amount, bool reverse) {
     eth::GetBlockHeadersRequest r;

@@ -589,7 +589,7 @@ Answer answer(uint64_t version, MessageId request, const Bytes& payload) {
 
 void expect_reply(uint64_t version, MessageId request, const Bytes& payload, MessageId reply_id,
                   std::string_view reply) {
-    SCOPED_TRACE(testing::Message() << "eth/" << version << " " << message_name(static_cast<uint64_t>(request)));
+    SCOPED_TRACE(::testing::Message() << "eth/" << version << " " << message_name(static_cast<uint64_t>(request)));
     const Answer a = answer(version, request, payload);
     ASSERT_TRUE(a.id) << a.id.error().message();
     EXPECT_EQ(*a.id, reply_id);
@@ -605,8 +605,8 @@ void expect_reply(uint64_t version, MessageId request, const Bytes& payload, Mes
 }
 
 void expect_refused(uint64_t version, MessageId request, const Bytes& payload, std::error_code error) {
-    SCOPED_TRACE(testing::Message() << "eth/" << version << " " << message_name(static_cast<uint64_t>(request)) << " "
-                                    << to_hex(payload));
+    SCOPED_TRACE(::testing::Message() << "eth/" << version << " " << message_name(static_cast<uint64_t>(request)) << " "
+                                      << to_hex(payload));
     const Answer a = answer(version, request, payload);
     ASSERT_FALSE(a.id);
     EXPECT_EQ(a.id.error(), error) << a.id.error().message();

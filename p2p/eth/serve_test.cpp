@@ -24,7 +24,7 @@ extern thread_local size_t g_allocations;
 }  // namespace headerd::testing
 
 namespace headerd::eth {
-namespace {
+namespace serve_test {
 
 namespace fs = std::filesystem;
 using testing::g_allocations;
@@ -583,5 +583,5 @@ TEST_F(SideChainTest, CanonicalChainIsUnaffected) {
     check({1, HashOrNumber::of(ref().hashes[8002]), 3, 0, true}, {8002, 8001, 8000}, ServeKind::kContiguous);
 }
 
-}  // namespace
+}  // namespace serve_test
 }  // namespace headerd::eth

@@ -250,7 +250,7 @@ TEST(CheckStatus, AStatusThatDoesNotDecodeIsAProtocolBreach) {
         {70, *from_hex("c3808080")},  // a 0-byte genesis hash
     };
     for (const Case& c : kCases) {
-        SCOPED_TRACE(testing::Message() << c.version << " " << to_hex(c.payload));
+        SCOPED_TRACE(::testing::Message() << c.version << " " << to_hex(c.payload));
         auto r = check_status(c.version, c.payload, mainnet_config(), kTipNumber, kTipTime);
         ASSERT_FALSE(r);
         EXPECT_EQ(r.error().reason, DisconnectReason::kProtocolBreach);

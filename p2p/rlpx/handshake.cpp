@@ -15,12 +15,6 @@ constexpr uint64_t kHandshakeVersion = 4;
 constexpr size_t kMinPadding = 100;
 constexpr size_t kPaddingRange = 200;
 
-Hash32 xor32(const Hash32& a, const Hash32& b) noexcept {
-    Hash32 out;
-    for (size_t i = 0; i < out.size(); ++i) out[i] = a[i] ^ b[i];
-    return out;
-}
-
 // A fixed-size string field of an auth/ack list.
 template <size_t N>
 bool decode_fixed(ByteView& in, std::array<uint8_t, N>& out) noexcept {

@@ -12,12 +12,6 @@ Hash32 keccak_concat(const Hash32& a, const Hash32& b) {
     return h.digest();
 }
 
-Hash32 xor32(const Hash32& a, const Hash32& b) {
-    Hash32 out;
-    for (size_t i = 0; i < out.size(); ++i) out[i] = a[i] ^ b[i];
-    return out;
-}
-
 }  // namespace
 
 Secrets derive_secrets(Role role, const Hash32& ephemeral_shared, const Hash32& initiator_nonce,

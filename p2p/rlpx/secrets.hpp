@@ -10,6 +10,14 @@ namespace headerd::rlpx {
 
 enum class Role { kInitiator, kRecipient };
 
+// a XOR b, byte by byte: the handshake signs static-shared XOR nonce, and the frame MACs are seeded
+// with mac-secret XOR nonce.
+inline Hash32 xor32(const Hash32& a, const Hash32& b) noexcept {
+    Hash32 out;
+    for (size_t i = 0; i < out.size(); ++i) out[i] = a[i] ^ b[i];
+    return out;
+}
+
 struct Secrets {
     Hash32 aes;             // AES-256-CTR key of both frame streams
     Hash32 mac;             // AES-256-ECB key of the frame MACs

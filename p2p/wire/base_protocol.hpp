@@ -26,6 +26,9 @@ inline constexpr uint64_t kBaseProtocolLength = 16;
 inline constexpr size_t kMaxHelloSize = 2048;
 
 enum class BaseMessageId : uint8_t { kHello = 0x00, kDisconnect = 0x01, kPing = 0x02, kPong = 0x03 };
+// The same ids as the message ids Connection reads and writes.
+inline constexpr uint64_t kPingId = static_cast<uint64_t>(BaseMessageId::kPing);
+inline constexpr uint64_t kPongId = static_cast<uint64_t>(BaseMessageId::kPong);
 
 using NodeId = std::array<uint8_t, 64>;  // uncompressed secp256k1 public key without the 0x04 prefix
 
