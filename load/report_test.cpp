@@ -14,7 +14,7 @@
 #include "load/runner.hpp"
 
 namespace headerd::load {
-namespace {
+namespace report_test {
 
 namespace json = boost::json;
 using namespace std::chrono_literals;
@@ -720,5 +720,5 @@ TEST(LoadMix, AProfileListedTwiceIsRefused) {
     EXPECT_NE(m.error().message.find("'besu' is listed twice"), std::string::npos) << m.error().message;
 }
 
-}  // namespace
+}  // namespace report_test
 }  // namespace headerd::load
