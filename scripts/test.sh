@@ -6,9 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
-# CI (CI=true) starts from a clean clone, where a unity build (each folder's .cpp files compiled as
-# one) halves the build; a developer's ./build keeps one object per file, for small incremental
-# rebuilds and so that a file missing an include fails to compile (docs/testing.md, "Time").
+# CI (CI=true) starts from a clean clone, where a unity build (each folder's .cpp files compiled in
+# batches, as the sanitizer and fuzz presets do) saves most of the compile time; a developer's
+# ./build keeps one object per file, for small incremental rebuilds and so that a file missing an
+# include fails to compile (docs/testing.md, "Time of the test command").
 if [ "${CI:-}" = true ]; then
     ./scripts/build.sh -DCMAKE_UNITY_BUILD=ON
 else

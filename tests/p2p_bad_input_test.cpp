@@ -1567,8 +1567,7 @@ TEST_P(BadInput, MetricsCountEveryMessageHeaderAndFailedHandshake) {
     // Bytes are whole frames as sent: 192 early mainnet headers snappy-compress to about 32 KB; a
     // request is one frame of 80 bytes (header and its MAC 32, body padded to 32, body MAC 16), or of
     // 64 when its body fits 16 bytes: ClientSession starts its request ids at a random 32-bit value,
-    // and one below 2^24 encodes a byte shorter (about one run in 85 of each
-    // variant has such a request).
+    // and one below 2^24 encodes a byte shorter (about one run in 85 of each variant has one).
     EXPECT_GT(eth69.egress_bytes[kHeaders]->Value(), kGoodPeers * 20'000.0);
     EXPECT_LT(eth69.egress_bytes[kHeaders]->Value(), kGoodPeers * 192 * 540.0);
     const auto request_bytes = static_cast<uint64_t>(eth69.ingress_bytes[kGetHeaders]->Value());
