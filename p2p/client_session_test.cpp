@@ -44,9 +44,6 @@ using eth::MessageId;
 using Kind = RequestFailure::Kind;
 
 constexpr auto kSlack = 1500ms;
-constexpr uint64_t kPing = static_cast<uint64_t>(BaseMessageId::kPing);
-constexpr uint64_t kPong = static_cast<uint64_t>(BaseMessageId::kPong);
-constexpr uint64_t kDisconnect = static_cast<uint64_t>(BaseMessageId::kDisconnect);
 
 eth::GetBlockHeadersRequest ask(uint64_t origin, uint64_t amount) {
     eth::GetBlockHeadersRequest r;
@@ -112,7 +109,7 @@ class FakeServer {
     asio::awaitable<eth::GetBlockHeadersRequest> next_request(Clock::duration timeout = 5s) {
         for (;;) {
             Received m = co_await next(timeout);
-            if (m.id == kPong) continue;
+            if (m.id == kPongId) continue;
             if (m.id != eth_id(MessageId::kGetBlockHeaders)) {
                 throw std::runtime_error("fake server: expected GetBlockHeaders, got id " + std::to_string(m.id));
             }
@@ -139,8 +136,8 @@ class FakeServer {
     asio::awaitable<DisconnectReason> goodbye(Clock::duration timeout = 5s) {
         for (;;) {
             Received m = co_await next(timeout);
-            if (m.id == kPong) continue;
-            if (m.id != kDisconnect)
+            if (m.id == kPongId) continue;
+            if (m.id != kDisconnectId)
                 throw std::runtime_error("fake server: expected Disconnect, got id " + std::to_string(m.id));
             auto reason = decode_disconnect(m.payload);
             if (!reason) throw std::runtime_error("fake server: Disconnect does not decode");
@@ -536,7 +533,7 @@ TEST_F(ClientSessionTest, APeersDisconnectFailsPendingRequests) {
         co_await f.next_request();
         Bytes bye;
         encode_disconnect(bye, DisconnectReason::kTooManyPeers);
-        co_await f.send(kDisconnect, bye);
+        co_await f.send(kDisconnectId, bye);
     });
     RequestResult r = request(ask(1, 1), 10s);
     ASSERT_FALSE(r);
@@ -570,7 +567,7 @@ TEST_F(ClientSessionTest, ASilentServerIsPingedThenDropped) {
     ASSERT_TRUE(wait_closed());
     EXPECT_EQ(session_->error()->kind(), PeerErrorKind::kSilent);
     ASSERT_TRUE(testing::run_until(io_, [&] { return fake_.finished(); }));
-    EXPECT_EQ(first, kPing);
+    EXPECT_EQ(first, kPingId);
     EXPECT_EQ(told, DisconnectReason::kPingTimeout);
 }
 
@@ -584,7 +581,7 @@ TEST_F(ClientSessionTest, PingsAndRequestsFromTheServerAreAnswered) {
         for (int i = 0; i < 2; ++i) {
             Bytes ping;
             encode_ping(ping);
-            co_await f.send(kPing, ping);
+            co_await f.send(kPingId, ping);
             answers.push_back((co_await f.next(2s)).id);
         }
         eth::GetBlockHeadersRequest theirs = ask(5, 10);
@@ -603,8 +600,8 @@ TEST_F(ClientSessionTest, PingsAndRequestsFromTheServerAreAnswered) {
     ASSERT_TRUE(ok) << ok.error().message;
     EXPECT_TRUE(testing::are_blocks(ok->headers, 7000, 4));
     ASSERT_TRUE(testing::run_until(io_, [&] { return fake_.finished(); }));
-    EXPECT_EQ(answers[0], kPong);
-    EXPECT_EQ(answers[1], kPong);
+    EXPECT_EQ(answers[0], kPongId);
+    EXPECT_EQ(answers[1], kPongId);
     EXPECT_EQ(answers[2], static_cast<uint64_t>(MessageId::kBlockHeaders));
     auto decoded = eth::BlockHeadersMessage::decode(empty_reply);
     ASSERT_TRUE(decoded);

@@ -241,7 +241,7 @@ asio::awaitable<void> Connection::write_message(uint64_t id, ByteView payload) {
 
 asio::awaitable<void> Connection::write_frame(uint64_t id, ByteView payload, Clock::duration timeout) {
     if (broken_) throw PeerError(write_error_kind_, "connection unusable after a failed write: " + write_error_);
-    const bool compress = snappy_ && id != static_cast<uint64_t>(BaseMessageId::kHello);
+    const bool compress = snappy_ && id != kHelloId;
     auto data = encode_frame_data(id, payload, compress, buffers_->encoded);
     if (!data) throw_peer_error(data.error(), "encode");
     Bytes frame = buffers_->frames.take();
@@ -294,8 +294,7 @@ asio::awaitable<void> Connection::disconnect(DisconnectReason reason) {
         Bytes payload;
         encode_disconnect(payload, reason);
         try {
-            co_await write_frame(static_cast<uint64_t>(BaseMessageId::kDisconnect), payload,
-                                 std::min<Clock::duration>(limits_.write, kDisconnectTimeout));
+            co_await write_frame(kDisconnectId, payload, std::min<Clock::duration>(limits_.write, kDisconnectTimeout));
             co_await linger(Clock::now() + kDisconnectTimeout);
         } catch (const std::exception&) {
             // The peer is gone or stuck; closing is all that is left.

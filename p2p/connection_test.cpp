@@ -406,7 +406,7 @@ TEST(Connection, CancelEndsAReadButStillAllowsAGoodbye) {
     EXPECT_FALSE(p.b->is_open());
     auto m = testing::run_task(p.io, p.a->read_message(Clock::now() + 5s));
     ASSERT_TRUE(m);
-    EXPECT_EQ(m->id, static_cast<uint64_t>(BaseMessageId::kDisconnect));
+    EXPECT_EQ(m->id, kDisconnectId);
     auto reason = decode_disconnect(m->payload);
     ASSERT_TRUE(reason);
     EXPECT_EQ(*reason, DisconnectReason::kQuitting);
@@ -446,7 +446,7 @@ TEST(Connection, CancelLetsAWriteInProgressFinish) {
     testing::run_task(p.io, p.a->disconnect(DisconnectReason::kQuitting));
     auto m = testing::run_task(p.io, p.b->read_message(Clock::now() + 5s));
     ASSERT_TRUE(m);
-    EXPECT_EQ(m->id, static_cast<uint64_t>(BaseMessageId::kDisconnect));
+    EXPECT_EQ(m->id, kDisconnectId);
     EXPECT_EQ(decode_disconnect(m->payload).value(), DisconnectReason::kQuitting);
 }
 

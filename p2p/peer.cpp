@@ -8,9 +8,6 @@
 namespace headerd::p2p {
 namespace {
 
-constexpr uint64_t kHelloId = static_cast<uint64_t>(BaseMessageId::kHello);
-constexpr uint64_t kDisconnectId = static_cast<uint64_t>(BaseMessageId::kDisconnect);
-
 // The peer said goodbye: nothing more may be sent.
 [[noreturn]] void remote_disconnect(ByteView payload) {
     auto reason = decode_disconnect(payload);

@@ -27,6 +27,8 @@ inline constexpr size_t kMaxHelloSize = 2048;
 
 enum class BaseMessageId : uint8_t { kHello = 0x00, kDisconnect = 0x01, kPing = 0x02, kPong = 0x03 };
 // The same ids as the message ids Connection reads and writes.
+inline constexpr uint64_t kHelloId = static_cast<uint64_t>(BaseMessageId::kHello);
+inline constexpr uint64_t kDisconnectId = static_cast<uint64_t>(BaseMessageId::kDisconnect);
 inline constexpr uint64_t kPingId = static_cast<uint64_t>(BaseMessageId::kPing);
 inline constexpr uint64_t kPongId = static_cast<uint64_t>(BaseMessageId::kPong);
 

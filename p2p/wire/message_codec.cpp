@@ -31,7 +31,7 @@ Result<Message> decode_frame_data(ByteView frame_data, bool compressed, Bytes& b
     ByteView rest = frame_data;
     auto id = decode_message_id(rest);
     if (!id) return id.error();
-    if (!compressed || *id == static_cast<uint64_t>(BaseMessageId::kDisconnect)) {
+    if (!compressed || *id == kDisconnectId) {
         if (rest.size() > max_size) return SnappyError::kTooLarge;
         return Message{*id, rest};
     }
