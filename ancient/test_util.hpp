@@ -20,10 +20,7 @@
 #include "core/bytes.hpp"
 #include "core/hex.hpp"
 #include "core/rlp.hpp"
-
-#ifndef HEADERD_TEST_DATA_DIR
-#error "HEADERD_TEST_DATA_DIR must name tests/data"
-#endif
+#include "tests/data_dir.hpp"
 
 namespace headerd::ancient::testing {
 
@@ -109,7 +106,7 @@ inline std::map<std::string, Bytes> snapshot_dir(const std::string& dir) {
 // Header RLP of mainnet blocks 0..8191, split with rlp::next_item.
 inline const std::vector<Bytes>& mainnet_headers() {
     static const std::vector<Bytes> headers = [] {
-        const Bytes all = read_file(std::string(HEADERD_TEST_DATA_DIR) + "/mainnet-headers-0-8191.rlp");
+        const Bytes all = read_file(headerd::testing::data_dir() + "/mainnet-headers-0-8191.rlp");
         std::vector<Bytes> out;
         ByteView in{all};
         while (!in.empty()) {
@@ -125,7 +122,7 @@ inline const std::vector<Bytes>& mainnet_headers() {
 // Block hashes 0..8191 from mainnet-headers-0-8191.hashes.txt ("NUMBER 0xHASH" lines).
 inline const std::vector<Hash32>& mainnet_hashes() {
     static const std::vector<Hash32> hashes = [] {
-        std::ifstream in(std::string(HEADERD_TEST_DATA_DIR) + "/mainnet-headers-0-8191.hashes.txt");
+        std::ifstream in(headerd::testing::data_dir() + "/mainnet-headers-0-8191.hashes.txt");
         std::vector<Hash32> out;
         uint64_t number = 0;
         std::string hex;

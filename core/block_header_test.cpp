@@ -14,18 +14,19 @@
 #include "core/hex.hpp"
 #include "core/rlp.hpp"
 #include "core/test_hex.hpp"
+#include "tests/data_dir.hpp"
 
 namespace headerd {
 namespace {
 
 Bytes read_data_file(const std::string& name) {
-    std::ifstream f(std::string(HEADERD_TEST_DATA_DIR) + "/" + name, std::ios::binary);
+    std::ifstream f(headerd::testing::data_dir() + "/" + name, std::ios::binary);
     EXPECT_TRUE(f.good()) << name;
     return Bytes(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
 std::vector<std::string> read_lines(const std::string& name) {
-    std::ifstream f(std::string(HEADERD_TEST_DATA_DIR) + "/" + name);
+    std::ifstream f(headerd::testing::data_dir() + "/" + name);
     EXPECT_TRUE(f.good()) << name;
     std::vector<std::string> lines;
     for (std::string line; std::getline(f, line);) {

@@ -13,6 +13,7 @@
 #include "core/hex.hpp"
 #include "core/rlp.hpp"
 #include "core/test_hex.hpp"
+#include "tests/data_dir.hpp"
 
 namespace headerd {
 namespace {
@@ -51,7 +52,7 @@ TEST(ChainConfig, MainnetLayoutBoundaries) {
 
 // The real header of each layout has the field count the mainnet config expects for it.
 TEST(ChainConfig, MainnetForkSamplesHaveExpectedFieldCount) {
-    std::ifstream f(std::string(HEADERD_TEST_DATA_DIR) + "/mainnet-fork-samples.txt");
+    std::ifstream f(headerd::testing::data_dir() + "/mainnet-fork-samples.txt");
     ASSERT_TRUE(f.good());
     size_t samples = 0;
     for (std::string text; std::getline(f, text);) {

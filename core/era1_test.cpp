@@ -14,11 +14,12 @@
 #include "core/hex.hpp"
 #include "core/keccak.hpp"
 #include "core/rlp.hpp"
+#include "tests/data_dir.hpp"
 
 namespace headerd::era1 {
 namespace {
 
-const std::string kDataDir = HEADERD_TEST_DATA_DIR;
+const std::string kDataDir = headerd::testing::data_dir();
 const std::string kEra1Path = kDataDir + "/mainnet-00000-5ec1ffb8.era1";
 
 Bytes read_file(const std::string& path) {

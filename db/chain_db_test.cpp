@@ -9,6 +9,7 @@
 #include "ancient/file_system.hpp"
 #include "core/block_header.hpp"
 #include "core/rlp.hpp"
+#include "tests/data_dir.hpp"
 #include "tests/reference_chain.hpp"
 
 namespace headerd::db {
@@ -24,7 +25,7 @@ struct Chain {
     std::vector<NewHeader> headers;
 
     Chain() {
-        std::ifstream in(std::string(HEADERD_TEST_DATA_DIR) + "/mainnet-headers-0-8191.rlp", std::ios::binary);
+        std::ifstream in(headerd::testing::data_dir() + "/mainnet-headers-0-8191.rlp", std::ios::binary);
         file.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
         ByteView rest{file};
         U256 td = 0;

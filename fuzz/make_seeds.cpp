@@ -28,17 +28,14 @@
 #include "fuzz/freezer_input.hpp"
 #include "fuzz/mem_file_system.hpp"
 #include "p2p/eth/messages.hpp"
-
-#ifndef HEADERD_TEST_DATA_DIR
-#error "HEADERD_TEST_DATA_DIR must name tests/data"
-#endif
+#include "tests/data_dir.hpp"
 
 using namespace headerd;
 
 namespace {
 
 Bytes read(const std::string& name) {
-    std::ifstream in(std::string(HEADERD_TEST_DATA_DIR) + "/" + name, std::ios::binary);
+    std::ifstream in(headerd::testing::data_dir() + "/" + name, std::ios::binary);
     if (!in) throw std::runtime_error("cannot read " + name);
     return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }

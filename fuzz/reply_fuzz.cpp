@@ -36,10 +36,7 @@
 #include "load/verify.hpp"
 #include "p2p/eth/messages.hpp"
 #include "sync/fetcher.hpp"
-
-#ifndef HEADERD_TEST_DATA_DIR
-#error "HEADERD_TEST_DATA_DIR must name tests/data"
-#endif
+#include "tests/data_dir.hpp"
 
 using namespace headerd;
 
@@ -60,7 +57,7 @@ struct Chain {
 const Chain& chain() {
     static const Chain c = [] {
         Chain out;
-        const std::string path = std::string(HEADERD_TEST_DATA_DIR) + "/mainnet-headers-0-8191.rlp";
+        const std::string path = headerd::testing::data_dir() + "/mainnet-headers-0-8191.rlp";
         std::ifstream in(path, std::ios::binary);
         out.file.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
         ByteView rest{out.file};

@@ -1,4 +1,5 @@
 #include "load/html_report.hpp"
+#include "tests/data_dir.hpp"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +19,7 @@ namespace {
 namespace json = boost::json;
 
 json::object load_sample() {
-    std::ifstream in(std::string(HEADERD_TEST_DATA_DIR) + "/load-report-sample.json");
+    std::ifstream in(headerd::testing::data_dir() + "/load-report-sample.json");
     std::stringstream text;
     text << in.rdbuf();
     return json::parse(text.str()).as_object();

@@ -15,6 +15,7 @@
 #include "core/hex.hpp"
 #include "core/rlp.hpp"
 #include "p2p/wire/base_protocol.hpp"
+#include "tests/data_dir.hpp"
 
 namespace headerd::load {
 namespace {
@@ -32,7 +33,7 @@ struct Chain {
     std::map<Hash32, uint64_t> numbers;
 
     Chain() {
-        std::ifstream in(std::string(HEADERD_TEST_DATA_DIR) + "/mainnet-headers-0-8191.rlp", std::ios::binary);
+        std::ifstream in(headerd::testing::data_dir() + "/mainnet-headers-0-8191.rlp", std::ios::binary);
         file.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
         ByteView rest{file};
         while (!rest.empty()) {

@@ -21,6 +21,7 @@
 #include "load/report.hpp"
 #include "p2p/server.hpp"
 #include "p2p/worker.hpp"
+#include "tests/data_dir.hpp"
 
 namespace headerd::load {
 namespace {
@@ -28,7 +29,7 @@ namespace {
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
-const std::string kEra1 = std::string(HEADERD_TEST_DATA_DIR) + "/mainnet-00000-5ec1ffb8.era1";
+const std::string kEra1 = headerd::testing::data_dir() + "/mainnet-00000-5ec1ffb8.era1";
 
 // The epoch in a datadir (blocks below 7192 frozen) served by a p2p::Server with 2 workers.
 class Served {

@@ -18,6 +18,7 @@
 #include "core/hex.hpp"
 #include "core/rlp.hpp"
 #include "load/reference_chain.hpp"
+#include "tests/data_dir.hpp"
 
 namespace headerd::load {
 namespace verify_test {
@@ -39,7 +40,7 @@ struct Chain {
     std::vector<ByteView> headers;
     std::vector<Hash32> hashes;
 
-    Chain() : file(read_file(std::string(HEADERD_TEST_DATA_DIR) + "/mainnet-headers-0-8191.rlp")) {
+    Chain() : file(read_file(headerd::testing::data_dir() + "/mainnet-headers-0-8191.rlp")) {
         ByteView rest{file};
         while (!rest.empty()) {
             auto item = rlp::next_item(rest);
@@ -60,7 +61,7 @@ struct OtherChain {
     Bytes file;
     std::vector<ByteView> headers;  // index i: block i + 1
 
-    OtherChain() : file(read_file(std::string(HEADERD_TEST_DATA_DIR) + "/hive-testchain-blocks-1-600.rlp")) {
+    OtherChain() : file(read_file(headerd::testing::data_dir() + "/hive-testchain-blocks-1-600.rlp")) {
         ByteView rest{file};
         while (!rest.empty()) {
             auto block = rlp::decode_list(rest);
@@ -82,7 +83,7 @@ const OtherChain& other_chain() {
 // The reference chain from the era1 archive of the same epoch, imported once for every test.
 const ReferenceChain* reference() {
     static const std::unique_ptr<ReferenceChain> ref = []() -> std::unique_ptr<ReferenceChain> {
-        auto r = ReferenceChain::open({std::string(HEADERD_TEST_DATA_DIR) + "/mainnet-00000-5ec1ffb8.era1"});
+        auto r = ReferenceChain::open({headerd::testing::data_dir() + "/mainnet-00000-5ec1ffb8.era1"});
         if (!r) {
             ADD_FAILURE() << "ReferenceChain::open: " << r.error().message;
             return nullptr;
@@ -201,7 +202,7 @@ TEST(LoadVerifyData, ReferenceChainOpenRefusesWhatIsNotAChain) {
     auto none = ReferenceChain::open({});
     ASSERT_FALSE(none);
     EXPECT_NE(none.error().message.find("no source given"), std::string::npos) << none.error().message;
-    const std::string missing = std::string(HEADERD_TEST_DATA_DIR) + "/no-such-file.era1";
+    const std::string missing = headerd::testing::data_dir() + "/no-such-file.era1";
     auto absent = ReferenceChain::open({missing});
     ASSERT_FALSE(absent);
     EXPECT_NE(absent.error().message.find("not a file"), std::string::npos) << absent.error().message;

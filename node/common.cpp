@@ -14,7 +14,6 @@
 namespace headerd::node {
 
 const char* const kVersion = HEADERD_VERSION;
-const char* const kCommit = HEADERD_COMMIT;
 const char* const kClientId = "headerd/v" HEADERD_VERSION;
 namespace {
 

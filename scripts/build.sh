@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Configures and builds headerd in ./build (Release with debug info). Extra arguments go to CMake.
+# Configures and builds headerd in ./build (Release with debug info), through ccache when it is
+# installed (scripts/ccache.sh). Extra arguments go to CMake.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${HEADERD_BUILD_DIR:-build}
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+. scripts/ccache.sh
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${headerd_launcher[@]}" "$@" >/dev/null
 cmake --build "$build_dir" --parallel "$(nproc)"

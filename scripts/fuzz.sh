@@ -8,8 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${HEADERD_FUZZ_SECONDS:-30}
 targets=(core rlpx eth reply freezer era1 config http)
-cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEADERD_FUZZ=ON -DCMAKE_UNITY_BUILD=ON \
-    -DHEADERD_BUILD_TESTS=OFF -DHEADERD_BUILD_BENCHMARKS=OFF -DHEADERD_WERROR=OFF >/dev/null
+. scripts/ccache.sh
+cmake --preset fuzz "${headerd_launcher[@]}" >/dev/null
 cmake --build build-fuzz --target "${targets[@]/%/_fuzz}" --parallel "$(nproc)"
 
 # The largest input worth trying per target (the era1 seeds are whole small archives).

@@ -30,7 +30,8 @@ esac
 jobs=${HEADERD_SANITIZE_JOBS:-2}
 
 # CMakePresets.json: RelWithDebInfo, HEADERD_SANITIZE=$kind, tests on, benchmarks and fuzzing off.
-cmake --preset "$preset" >/dev/null
+. scripts/ccache.sh
+cmake --preset "$preset" "${headerd_launcher[@]}" >/dev/null
 
 logs=$build_dir/sanitizer-logs
 if [ "$kind" = thread ]; then

@@ -23,9 +23,10 @@ packages=(
 )
 if [ -z "$build_only" ]; then
     # Tests, benchmarks, format check and fuzzing (clang), the strace-based and Prometheus tests,
-    # and headless Chromium for the load report's browser test; curl for scraping in tests.
+    # and headless Chromium for the load report's browser test; curl for scraping in tests; ccache
+    # for the four builds of the test command (scripts/ccache.sh).
     packages+=(
-        clang-format clang libclang-rt-14-dev
+        ccache clang-format clang libclang-rt-14-dev
         libgtest-dev libgmock-dev libbenchmark-dev
         strace prometheus chromium curl
     )

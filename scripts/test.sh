@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # ./build keeps one object per file, for small incremental rebuilds and so that a file missing an
 # include fails to compile (docs/testing.md, "Time of the test command").
 if [ "${CI:-}" = true ]; then
-    ./scripts/build.sh -DCMAKE_UNITY_BUILD=ON
+    ./scripts/build.sh -DHEADERD_UNITY=ON
 else
     ./scripts/build.sh
 fi

@@ -11,10 +11,11 @@
 #include "core/bytes.hpp"
 #include "core/hex.hpp"
 #include "core/rlp.hpp"
+#include "tests/data_dir.hpp"
 
 namespace headerd::testing {
 
-inline const std::string kDataDir = HEADERD_TEST_DATA_DIR;
+inline const std::string kDataDir = data_dir();
 
 inline Bytes read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);

@@ -16,6 +16,7 @@
 #include "core/rlp.hpp"
 #include "db/import.hpp"
 #include "db/schema.hpp"
+#include "tests/data_dir.hpp"
 
 // Defined in allocation_counter_test.cpp, which replaces the global operator new.
 namespace headerd::testing {
@@ -42,7 +43,7 @@ struct Reference {
     std::vector<Hash32> hashes;
 
     Reference() {
-        const std::string base = std::string(HEADERD_TEST_DATA_DIR) + "/mainnet-headers-0-8191";
+        const std::string base = headerd::testing::data_dir() + "/mainnet-headers-0-8191";
         std::ifstream in(base + ".rlp", std::ios::binary);
         file.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
         for (ByteView rest{file}; !rest.empty();) headers.push_back(*rlp::next_item(rest));
@@ -76,7 +77,7 @@ std::unique_ptr<db::ChainDb> build_mainnet_db(const fs::path& dir) {
     if (!opened) return nullptr;
     std::unique_ptr<db::ChainDb> chain = std::move(*opened);
     auto imported =
-        db::import_file(*chain, mainnet_config(), std::string(HEADERD_TEST_DATA_DIR) + "/mainnet-00000-5ec1ffb8.era1");
+        db::import_file(*chain, mainnet_config(), headerd::testing::data_dir() + "/mainnet-00000-5ec1ffb8.era1");
     EXPECT_TRUE(imported) << imported.error().message;
     db::FreezeOptions freeze;
     freeze.keep = kKeep;

@@ -9,6 +9,7 @@
 
 #include "core/hex.hpp"
 #include "core/test_hex.hpp"
+#include "tests/data_dir.hpp"
 
 namespace headerd::p2p {
 namespace {
@@ -16,7 +17,7 @@ namespace {
 using test::hex;
 
 Bytes mainnet_headers() {
-    std::ifstream in(std::string(HEADERD_TEST_DATA_DIR) + "/mainnet-headers-0-8191.rlp", std::ios::binary);
+    std::ifstream in(headerd::testing::data_dir() + "/mainnet-headers-0-8191.rlp", std::ios::binary);
     return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
