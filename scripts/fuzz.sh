@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan + UBSan) in ./build-fuzz and runs each for
-# HEADERD_FUZZ_SECONDS (default 30; 8 targets, so about 4 minutes) from a copy of its committed seed
+# HEADERD_FUZZ_SECONDS (default 30; 8 targets, one per core at a time, so about 2 minutes on 2 cores) from a copy of its committed seed
 # corpus, fuzz/corpus/<target>/ (real bytes from tests/data; the copy in build-fuzz/corpus/ grows,
 # the committed one is never modified). Any crash fails the script; its input is left in
 # build-fuzz/corpus/<target>-findings/. The long run per target is scripts/fuzz_long.sh.
@@ -21,17 +21,36 @@ max_len() {
     esac
 }
 
-status=0
-for t in "${targets[@]}"; do
-    corpus=build-fuzz/corpus/$t
-    findings=build-fuzz/corpus/$t-findings
+# One target per core at a time: each libFuzzer process is single-threaded, so on 2 cores the 8 runs
+# take 4 x HEADERD_FUZZ_SECONDS instead of 8 x, and each target still gets its full time.
+fuzz_one() {
+    local t=$1 corpus=build-fuzz/corpus/$1 findings=build-fuzz/corpus/$1-findings
     rm -rf "$findings"
     mkdir -p "$corpus" "$findings"
     cp fuzz/corpus/"$t"/* "$corpus/"
-    echo "== ${t}_fuzz ($seconds s)"
     if ! "./build-fuzz/fuzz/${t}_fuzz" "$corpus" -max_total_time="$seconds" -max_len="$(max_len "$t")" \
         -print_final_stats=1 -artifact_prefix="$findings/" -timeout=25 >"build-fuzz/corpus/$t.log" 2>&1; then
-        echo "${t}_fuzz FAILED: see build-fuzz/corpus/$t.log and $findings/"
+        echo FAILED >"build-fuzz/corpus/$t.status"
+    else
+        echo ok >"build-fuzz/corpus/$t.status"
+    fi
+}
+jobs=${HEADERD_FUZZ_JOBS:-$(nproc)}
+echo "== ${#targets[@]} targets, $seconds s each, $jobs at a time"
+for t in "${targets[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+        wait -n || true
+    done
+    rm -f "build-fuzz/corpus/$t.status"
+    fuzz_one "$t" &
+done
+wait
+
+status=0
+for t in "${targets[@]}"; do
+    echo "== ${t}_fuzz ($seconds s)"
+    if [ "$(cat "build-fuzz/corpus/$t.status" 2>/dev/null)" != ok ]; then
+        echo "${t}_fuzz FAILED: see build-fuzz/corpus/$t.log and build-fuzz/corpus/$t-findings/"
         grep -E "^(==[0-9]+==|SUMMARY|[a-z0-9]+_fuzz:)" "build-fuzz/corpus/$t.log" | head -5 || true
         status=1
     fi

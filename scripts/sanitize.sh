@@ -10,7 +10,8 @@
 # tests/p2p_bad_input_test (plus HEADERD_SANITIZE_EXTRA_TESTS, space-separated target names), and
 # exactly their tests run; a failed test runs once more (timing assertions at TSan's speed).
 # address: everything is built (every test binary and the headerd binary the shell, interop and
-# metrics tests run) and the whole CTest suite runs once, no retries; benchmarks are off.
+# metrics tests run) and the whole CTest suite runs once, no retries, but for the tests labelled
+# "uninstrumented" (no headerd code in them); benchmarks are off.
 # HEADERD_SANITIZE_JOBS (default 2) sets the compile jobs and CTest parallelism. Reports go to
 # BUILD_DIR/sanitizer-logs/ (also those of headerd processes the shell tests start) and fail the
 # run; TSan suppressions, each with its reason, are in scripts/tsan.supp. docs/testing.md has more.
@@ -123,8 +124,9 @@ else
     # build").
     exclude=${HEADERD_ASAN_EXCLUDE-}
     test_start=$SECONDS
+    # Tests labelled "uninstrumented" run no headerd code (tests/CMakeLists.txt): the normal suite has them.
     ctest --test-dir "$build_dir" --output-on-failure --no-tests=error --parallel "$jobs" --timeout 900 \
-        ${exclude:+-E "$exclude"} | tee "$logs/ctest.txt" || status=1
+        -LE uninstrumented ${exclude:+-E "$exclude"} | tee "$logs/ctest.txt" || status=1
     test_seconds=$((SECONDS - test_start))
 fi
 
