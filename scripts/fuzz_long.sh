@@ -15,8 +15,8 @@ targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all[@]}")
 
 if [[ -z ${HEADERD_FUZZ_LONG_SKIP_BUILD:-} ]]; then
-    cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DHEADERD_FUZZ=ON -DHEADERD_BUILD_TESTS=OFF -DHEADERD_BUILD_BENCHMARKS=OFF -DHEADERD_WERROR=OFF >/dev/null
+    . scripts/ccache.sh
+    cmake --preset fuzz "${headerd_launcher[@]}" >/dev/null
     cmake --build build-fuzz --target "${targets[@]/%/_fuzz}"
 fi
 
