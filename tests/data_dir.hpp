@@ -18,7 +18,8 @@ namespace headerd::testing {
 // exists: no test can mean anything without its data.
 inline const std::string& data_dir() {
     static const std::string dir = [] {
-        if (const char* env = std::getenv("HEADERD_TEST_DATA_DIR"); env != nullptr && *env != '\0') return std::string(env);
+        if (const char* env = std::getenv("HEADERD_TEST_DATA_DIR"); env != nullptr && *env != '\0')
+            return std::string(env);
         std::error_code ec;
         auto at = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
         for (; !ec && !at.empty(); at = at.parent_path()) {
