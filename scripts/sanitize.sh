@@ -67,6 +67,9 @@ mkdir -p "$logs"
 case $kind in
 thread)
     export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp log_path=$PWD/$logs/tsan"
+    # Tests that demand a rate or a deadline of headerd scale it by this factor (load/runner_test.cpp's
+    # run, in which every client must have connected): a TSan build runs several times slower.
+    export HEADERD_TEST_TIME_SCALE=${HEADERD_TEST_TIME_SCALE:-3}
     ;;
 address)
     # A report ends the process with a failure exit code and is written to a file: a shell test that
