@@ -7,10 +7,8 @@
 //
 // Interleaving is forced, not hoped for: after each append, after each freeze and at steps inside
 // freezes (the batch is in the freezer but not yet switched over, its LevelDB copies deleted), the
-// writer waits until every reader has completed a whole iteration that started after that point;
-// readers do at most kPerEpoch iterations between two such points, which bounds the work. The
-// harness signals with relaxed atomics only, so it adds no happens-before edge between writer and
-// readers for ThreadSanitizer: every ordering TSan sees comes from ChainDb itself.
+// writer waits until every reader has completed a whole iteration that started after that point
+// (the harness of db/test_fixture.hpp: ReaderThread, WriterStops).
 
 #include <gtest/gtest.h>
 
@@ -19,59 +17,34 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
 #include <limits>
-#include <random>
+#include <memory>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include "core/block_header.hpp"
 #include "db/chain_db.hpp"
-#include "tests/reference_chain.hpp"
+#include "db/test_fixture.hpp"
 
 namespace headerd::db {
 namespace {
 
-namespace fs = std::filesystem;
+using testing::kAbove;
+using testing::kChain;
+using testing::kFreezeBatch;
+using testing::kMaxCount;
+using testing::kMinIterations;
+using testing::kReaders;
+using testing::mainnet;
 
-constexpr uint64_t kChain = 8192;       // mainnet blocks 0..8191
 constexpr uint64_t kInitial = 1024;     // blocks [0, 1024) are in LevelDB before the threads start
 constexpr uint64_t kAppendBatch = 512;  // the writer takes the head to 8191 in 14 appends
-constexpr uint64_t kFreezeBatch = 151;  // odd, so freeze batches and freezer files rarely line up
-constexpr size_t kReaders = 4;
-constexpr uint64_t kPerEpoch = 2;        // reader iterations per writer stop, at most (but see below)
-constexpr uint64_t kMinIterations = 40;  // per reader, in total; the last ones after the writer is done
-constexpr uint64_t kAbove = 300;         // how far above the head random reads reach
-constexpr uint64_t kMaxCount = 192;      // the serving limit of one GetBlockHeaders reply
 // Keep values per writer step. The boundary is head + 1 - keep, never lowered, and the head grows
 // by kAppendBatch a step, so it moves at every step.
 constexpr std::array<uint64_t, 8> kKeeps{900, 500, 1000, 200, 600, 60, 300, 100};
-
-// The reference chain with what append() needs: hashes from the published list, total difficulty
-// and timestamp from the decoded headers.
-struct Reference {
-    std::vector<NewHeader> headers;
-
-    Reference() {
-        const auto& ref = headerd::testing::reference_chain();
-        U256 td = 0;
-        for (size_t i = 0; i < ref.headers.size(); ++i) {
-            const BlockHeader h = *decode_block_header(ref.headers[i]);
-            td += h.difficulty;
-            headers.push_back(NewHeader{ref.headers[i], ref.hashes[i], h.number, td, h.timestamp});
-        }
-    }
-};
-
-const Reference& reference() {
-    static const Reference r;
-    return r;
-}
 
 // Counts the headers each store served, from every reading thread at once.
 struct CountingObserver final : ReadObserver {
@@ -82,7 +55,6 @@ struct CountingObserver final : ReadObserver {
 };
 
 struct ReaderCounts {
-    uint64_t iterations{0};
     uint64_t ranges{0};         // header_range calls checked
     uint64_t range_headers{0};  // headers those calls returned, each compared byte for byte
     uint64_t straddling{0};     // ranges that certainly took headers from both stores
@@ -96,52 +68,17 @@ struct ReaderCounts {
     std::set<uint64_t> boundaries;  // ancient_items values seen
 };
 
-class Reader {
+class ChainReader final : public testing::ReaderThread {
   public:
-    Reader(const ChainDb& db, size_t index) : db_(db), rng_(0x5eed0000 + index) {}
-
-    // Runs until the writer is done and at least kMinIterations are done, or the first wrong read.
-    void run(const std::atomic<uint64_t>& epoch, const std::atomic<bool>& writer_done) {
-        uint64_t current = std::numeric_limits<uint64_t>::max();
-        uint64_t in_epoch = 0;
-        for (;;) {
-            const bool last = writer_done.load(std::memory_order_relaxed);
-            const uint64_t e = epoch.load(std::memory_order_relaxed);
-            if (last && counts_.iterations >= kMinIterations) break;
-            if (e != current) {
-                current = e;
-                in_epoch = 0;
-            }
-            if (!last && in_epoch >= kPerEpoch) {
-                std::this_thread::yield();
-                continue;
-            }
-            if (!iterate()) break;
-            ++counts_.iterations;
-            ++in_epoch;
-            done_epoch.store(e, std::memory_order_relaxed);
-        }
-        done_epoch.store(std::numeric_limits<uint64_t>::max(), std::memory_order_relaxed);
-    }
+    ChainReader(const ChainDb& db, size_t index) : ReaderThread(db, 0x5eed0000 + index) {}
 
     const ReaderCounts& counts() const { return counts_; }
-    const std::string& failure() const { return failure_; }
-
-    // The epoch at the start of the last completed iteration; max once this reader has stopped.
-    std::atomic<uint64_t> done_epoch{0};
 
   private:
     struct Snapshot {
         uint64_t head{0};
         uint64_t ancient{0};
     };
-
-    bool fail(std::string what) {
-        failure_ = std::move(what);
-        return false;
-    }
-
-    uint64_t uniform(uint64_t lo, uint64_t hi) { return std::uniform_int_distribution<uint64_t>(lo, hi)(rng_); }
 
     // head() and ancient_items(), checked: the head is a real block with its hash, total difficulty
     // and timestamp, neither value ever goes back, and the freezer never runs past the head.
@@ -150,7 +87,7 @@ class Reader {
         const uint64_t a = db_.ancient_items();
         if (!h) return fail("head() is empty on a database that has a chain");
         if (h->number >= kChain) return fail(fmt::format("head {} is past the reference chain", h->number));
-        const NewHeader& ref = reference().headers[h->number];
+        const NewHeader& ref = mainnet()[h->number];
         if (h->hash != ref.hash || h->total_difficulty != ref.total_difficulty || h->timestamp != ref.timestamp) {
             return fail(fmt::format("head {} differs from the reference block", h->number));
         }
@@ -190,7 +127,7 @@ class Reader {
         size_t bytes = 0;
         for (uint64_t i = 0; i < n; ++i) {
             const uint64_t number = order == Order::kAscending ? from + i : from - i;
-            if (!std::ranges::equal(out_.item(i), reference().headers[number].rlp)) {
+            if (!std::ranges::equal(out_.item(i), mainnet()[number].rlp)) {
                 return fail(fmt::format("{}: item {} is not block {}", what, i, number));
             }
             bytes += out_.item(i).size();
@@ -203,7 +140,7 @@ class Reader {
             if (n < least) {
                 // The head did not stop it, so max_bytes did: the next header would not have fitted.
                 const uint64_t next = order == Order::kAscending ? from + n : from - n;
-                if (bytes + reference().headers[next].rlp.size() <= max_bytes) {
+                if (bytes + mainnet()[next].rlp.size() <= max_bytes) {
                     return fail(fmt::format("{}: stopped at {} headers ({} bytes) with room for block {}", what, n,
                                             bytes, next));
                 }
@@ -234,7 +171,7 @@ class Reader {
             ++counts_.absent;
             return true;
         }
-        if (number >= kChain || **r != reference().headers[number].hash) {
+        if (number >= kChain || **r != mainnet()[number].hash) {
             return fail(fmt::format("canonical_hash({}) is not the reference hash", number));
         }
         ++counts_.by_number;
@@ -246,7 +183,7 @@ class Reader {
     bool check_hash(uint64_t number) {
         Snapshot before;
         if (!snapshot(before)) return false;
-        const NewHeader& ref = reference().headers[number];
+        const NewHeader& ref = mainnet()[number];
         auto found = db_.header_by_hash(ref.hash, bytes_);
         if (!found) return fail(fmt::format("header_by_hash(block {}): {}", number, found.error().message));
         auto num = db_.number_by_hash(ref.hash);
@@ -266,7 +203,7 @@ class Reader {
     }
 
     bool check_unknown_hash(uint64_t number) {
-        Hash32 h = reference().headers[number].hash;
+        Hash32 h = mainnet()[number].hash;
         h[31] ^= 0x5a;
         auto found = db_.header_by_hash(h, bytes_);
         if (!found) return fail(found.error().message);
@@ -294,14 +231,12 @@ class Reader {
         return true;
     }
 
-    Order any_order() { return uniform(0, 1) == 0 ? Order::kAscending : Order::kDescending; }
-
     size_t any_cap() {
         // One range in four is byte-capped, anywhere from less than a header to a whole reply.
         return uniform(0, 3) == 0 ? static_cast<size_t>(uniform(1, 120'000)) : std::numeric_limits<size_t>::max();
     }
 
-    bool iterate() {
+    bool iterate() override {
         Snapshot s;
         if (!snapshot(s)) return false;
         // Around the boundary as it is now (it may move during the calls).
@@ -324,50 +259,44 @@ class Reader {
         if (!check_hash(std::min(kChain - 1, near))) return false;
         if (!check_hash(uniform(0, std::min(kChain - 1, s.head + kAbove)))) return false;
         if (!check_unknown_hash(uniform(0, s.head))) return false;
-        if (counts_.iterations % 8 == 0 && !check_stats()) return false;
+        if (iterations() % 8 == 0 && !check_stats()) return false;
         return true;
     }
 
-    const ChainDb& db_;
-    std::mt19937_64 rng_;
     ItemBuffer out_;
     Bytes bytes_;
     Snapshot last_;
     ReaderCounts counts_;
-    std::string failure_;
 };
 
-TEST(ChainDbConcurrency, ReadersSeeExactHeadersWhileTheWriterAppendsAndFreezes) {
-    const auto& ref = reference().headers;
+// Freezer data files of 64 KiB (~60 of headers): rollovers happen while readers read.
+class ChainDbConcurrency : public testing::DatadirTest {
+  protected:
+    ChainDbConcurrency() : DatadirTest("db-concurrency", 64 << 10) {}
+};
+
+TEST_F(ChainDbConcurrency, ReadersSeeExactHeadersWhileTheWriterAppendsAndFreezes) {
+    const auto& ref = mainnet();
     ASSERT_EQ(ref.size(), kChain);
     for (uint64_t n : {uint64_t{0}, uint64_t{1}, kChain - 1}) {
         ASSERT_EQ(header_hash(ref[n].rlp), ref[n].hash) << "tests/data hashes do not match the headers at " << n;
     }
 
-    const fs::path dir = fs::temp_directory_path() / ("headerd-db-concurrency-" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    ChainDbOptions opts;
-    opts.create_if_missing = true;
-    opts.ancient_max_file_size = 64 << 10;  // ~60 header data files: rollovers happen while readers read
-    auto opened = ChainDb::open(dir.string(), opts);
-    ASSERT_TRUE(opened) << opened.error().message;
-    std::unique_ptr<ChainDb> db = std::move(*opened);
-    ASSERT_TRUE(db->append({ref.data(), kInitial}));
+    ASSERT_TRUE(db_->append({ref.data(), kInitial}));
     CountingObserver observer;
-    db->set_read_observer(&observer);
+    db_->set_read_observer(&observer);
 
-    std::atomic<uint64_t> epoch{0};
-    std::atomic<bool> writer_done{false};
-    std::vector<std::unique_ptr<Reader>> readers;
-    for (size_t i = 0; i < kReaders; ++i) readers.push_back(std::make_unique<Reader>(*db, i));
-
+    std::vector<std::unique_ptr<ChainReader>> readers;
+    std::vector<testing::ReaderThread*> threads;
+    for (size_t i = 0; i < kReaders; ++i) {
+        readers.push_back(std::make_unique<ChainReader>(*db_, i));
+        threads.push_back(readers.back().get());
+    }
+    testing::WriterStops harness(threads);
     // Makes every reader complete one whole iteration that starts after this call.
     uint64_t waits = 0;
     auto let_readers_in = [&] {
-        const uint64_t e = epoch.fetch_add(1, std::memory_order_relaxed) + 1;
-        for (const auto& r : readers) {
-            while (r->done_epoch.load(std::memory_order_relaxed) < e) std::this_thread::yield();
-        }
+        harness.let_readers_in();
         ++waits;
     };
 
@@ -377,7 +306,7 @@ TEST(ChainDbConcurrency, ReadersSeeExactHeadersWhileTheWriterAppendsAndFreezes) 
         uint64_t freeze_batches = 0;
         for (uint64_t next = kInitial, step = 0; next < kChain; next += kAppendBatch, ++step) {
             const uint64_t n = std::min(kAppendBatch, kChain - next);
-            if (auto r = db->append({ref.data() + next, n}); !r) {
+            if (auto r = db_->append({ref.data() + next, n}); !r) {
                 writer_failure = fmt::format("append {}..{}: {}", next, next + n - 1, r.error().message);
                 return;
             }
@@ -394,7 +323,7 @@ TEST(ChainDbConcurrency, ReadersSeeExactHeadersWhileTheWriterAppendsAndFreezes) 
             };
             const uint64_t head = next + n - 1;
             const uint64_t expect = std::max(boundaries.back(), head + 1 > fo.keep ? head + 1 - fo.keep : 0);
-            auto frozen = db->freeze(fo);
+            auto frozen = db_->freeze(fo);
             if (!frozen || *frozen != expect) {
                 writer_failure = frozen ? fmt::format("freeze keep {} at head {}: {} frozen, expected {}", fo.keep,
                                                       head, *frozen, expect)
@@ -408,7 +337,7 @@ TEST(ChainDbConcurrency, ReadersSeeExactHeadersWhileTheWriterAppendsAndFreezes) 
         FreezeOptions all;
         all.keep = 0;
         all.batch = kFreezeBatch;
-        auto frozen = db->freeze(all);
+        auto frozen = db_->freeze(all);
         if (!frozen || *frozen != kChain) {
             writer_failure = frozen ? fmt::format("freeze keep 0: {} frozen", *frozen) : frozen.error().message;
             return;
@@ -417,27 +346,19 @@ TEST(ChainDbConcurrency, ReadersSeeExactHeadersWhileTheWriterAppendsAndFreezes) 
         let_readers_in();
     };
 
-    const auto start = std::chrono::steady_clock::now();
-    std::vector<std::thread> threads;
-    for (auto& r : readers) threads.emplace_back([&r, &epoch, &writer_done] { r->run(epoch, writer_done); });
-    std::thread writer([&] {
-        write();
-        writer_done.store(true, std::memory_order_relaxed);
-    });
-    writer.join();
-    for (auto& t : threads) t.join();
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = harness.run(write);
 
     ASSERT_EQ(writer_failure, "");
     ReaderCounts total;
+    uint64_t iterations = 0;
     for (size_t i = 0; i < kReaders; ++i) {
-        const Reader& r = *readers[i];
+        const ChainReader& r = *readers[i];
         EXPECT_EQ(r.failure(), "") << "reader " << i;
         const ReaderCounts& c = r.counts();
         // Every reader read at every boundary the writer set (it waited for each of them).
         EXPECT_TRUE(std::ranges::includes(c.boundaries, boundaries)) << "reader " << i;
-        EXPECT_GE(c.iterations, std::max(kMinIterations, waits)) << "reader " << i;
-        total.iterations += c.iterations;
+        EXPECT_GE(r.iterations(), std::max(kMinIterations, waits)) << "reader " << i;
+        iterations += r.iterations();
         total.ranges += c.ranges;
         total.range_headers += c.range_headers;
         total.straddling += c.straddling;
@@ -454,47 +375,39 @@ TEST(ChainDbConcurrency, ReadersSeeExactHeadersWhileTheWriterAppendsAndFreezes) 
     EXPECT_GE(waits, 60u);
     // Enough of every kind of read that the test cannot pass by reading nothing (about half of what
     // a run does when every reader does one iteration per writer stop, the least it can do).
-    EXPECT_GE(total.iterations, kReaders * std::max(kMinIterations, waits));
-    EXPECT_GE(total.ranges, 4 * total.iterations);
+    EXPECT_GE(iterations, kReaders * std::max(kMinIterations, waits));
+    EXPECT_GE(total.ranges, 4 * iterations);
     EXPECT_GE(total.range_headers, 40'000u);
     EXPECT_GE(total.straddling, 60u);
     EXPECT_GE(total.capped, 25u);
     EXPECT_GE(total.by_number, 300u);
     EXPECT_GE(total.by_hash, 300u);
     EXPECT_GE(total.absent, 30u);
-    EXPECT_GE(total.unknown_hash, total.iterations);
+    EXPECT_GE(total.unknown_hash, iterations);
     EXPECT_GE(total.heads, total.ranges);
-    EXPECT_GE(total.stats, total.iterations / 8);
+    EXPECT_GE(total.stats, iterations / 8);
     EXPECT_GT(observer.headers[static_cast<size_t>(Store::kAncient)].load(), 0u);
     EXPECT_GT(observer.headers[static_cast<size_t>(Store::kLevelDb)].load(), 0u);
     std::printf(
         "%.1f s: %zu boundaries, %llu writer waits; %llu reader iterations: %llu ranges (%llu headers, %llu across "
         "the boundary, %llu byte-capped), %llu by number, %llu by hash, %llu absent above the head, %llu stats\n",
-        seconds, boundaries.size(), static_cast<unsigned long long>(waits),
-        static_cast<unsigned long long>(total.iterations), static_cast<unsigned long long>(total.ranges),
-        static_cast<unsigned long long>(total.range_headers), static_cast<unsigned long long>(total.straddling),
-        static_cast<unsigned long long>(total.capped), static_cast<unsigned long long>(total.by_number),
-        static_cast<unsigned long long>(total.by_hash), static_cast<unsigned long long>(total.absent),
-        static_cast<unsigned long long>(total.stats));
+        seconds, boundaries.size(), static_cast<unsigned long long>(waits), static_cast<unsigned long long>(iterations),
+        static_cast<unsigned long long>(total.ranges), static_cast<unsigned long long>(total.range_headers),
+        static_cast<unsigned long long>(total.straddling), static_cast<unsigned long long>(total.capped),
+        static_cast<unsigned long long>(total.by_number), static_cast<unsigned long long>(total.by_hash),
+        static_cast<unsigned long long>(total.absent), static_cast<unsigned long long>(total.stats));
 
     // After the threads: the whole chain, from the freezer alone, and again after reopening.
-    db->set_read_observer(nullptr);
+    db_->set_read_observer(nullptr);
     for (int pass = 0; pass < 2; ++pass) {
-        ASSERT_EQ(db->head()->number, kChain - 1);
-        ASSERT_EQ(db->ancient_items(), kChain);
+        ASSERT_EQ(db_->head()->number, kChain - 1);
+        ASSERT_EQ(db_->ancient_items(), kChain);
         ItemBuffer out;
-        ASSERT_TRUE(db->header_range(0, kChain, Order::kAscending, out));
+        ASSERT_TRUE(db_->header_range(0, kChain, Order::kAscending, out));
         ASSERT_EQ(out.size(), kChain);
         for (uint64_t n = 0; n < kChain; ++n) ASSERT_TRUE(std::ranges::equal(out.item(n), ref[n].rlp)) << n;
-        db.reset();
-        ChainDbOptions reopen;
-        reopen.ancient_max_file_size = opts.ancient_max_file_size;
-        auto again = ChainDb::open(dir.string(), reopen);
-        ASSERT_TRUE(again) << again.error().message;
-        db = std::move(*again);
+        ASSERT_NO_FATAL_FAILURE(reopen());
     }
-    db.reset();
-    fs::remove_all(dir);
 }
 
 }  // namespace

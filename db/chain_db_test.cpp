@@ -3,71 +3,27 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <vector>
 
 #include "ancient/file_system.hpp"
 #include "core/block_header.hpp"
-#include "core/rlp.hpp"
-#include "tests/data_dir.hpp"
+#include "db/test_fixture.hpp"
 #include "tests/reference_chain.hpp"
 
 namespace headerd::db {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::mainnet;
 
 constexpr size_t kHeaders = 300;
 
-// The first kHeaders real mainnet headers with their hashes and total difficulties.
-struct Chain {
-    Bytes file;
-    std::vector<NewHeader> headers;
-
-    Chain() {
-        std::ifstream in(headerd::testing::data_dir() + "/mainnet-headers-0-8191.rlp", std::ios::binary);
-        file.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-        ByteView rest{file};
-        U256 td = 0;
-        for (size_t i = 0; i < kHeaders; ++i) {
-            const ByteView rlp = *rlp::next_item(rest);
-            const BlockHeader h = *decode_block_header(rlp);
-            td += h.difficulty;
-            headers.push_back(NewHeader{rlp, header_hash(rlp), h.number, td, h.timestamp});
-        }
-    }
-};
-
-const Chain& chain() {
-    static const Chain c;
-    return c;
-}
-
-class ChainDbTest : public ::testing::Test {
+class ChainDbTest : public testing::DatadirTest {
   protected:
-    void SetUp() override {
-        dir_ = fs::temp_directory_path() / ("headerd-db-" + std::to_string(::getpid()) + "-" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(dir_);
-        open(true);
-    }
-    void TearDown() override {
-        db_.reset();
-        fs::remove_all(dir_);
-    }
-    void open(bool create) {
-        db_.reset();
-        ChainDbOptions opts;
-        opts.create_if_missing = create;
-        opts.ancient_max_file_size = 4096;  // a handful of headers per data file: rollover everywhere
-        auto r = ChainDb::open(dir_.string(), opts);
-        ASSERT_TRUE(r) << r.error().message;
-        db_ = std::move(*r);
-    }
-    std::span<const NewHeader> headers(size_t from, size_t n) { return {chain().headers.data() + from, n}; }
+    ChainDbTest() : DatadirTest("db", 4096) {}  // a handful of headers per data file: rollover everywhere
 
-    fs::path dir_;
-    std::unique_ptr<ChainDb> db_;
+    // Mainnet headers from..from+n-1.
+    std::span<const NewHeader> headers(size_t from, size_t n) { return {mainnet().data() + from, n}; }
 };
 
 TEST_F(ChainDbTest, EmptyDatabaseHasNoHeadAndReturnsEmptyRanges) {
@@ -92,8 +48,8 @@ TEST_F(ChainDbTest, AppendRejectsHeadersThatDoNotExtendTheHead) {
     ASSERT_FALSE(gap);
     EXPECT_NE(gap.error().message.find("block 11: expected block 10"), std::string::npos) << gap.error().message;
     // Right number, wrong parent.
-    NewHeader forged = chain().headers[10];
-    forged.rlp = chain().headers[12].rlp;
+    NewHeader forged = mainnet()[10];
+    forged.rlp = mainnet()[12].rlp;
     auto link = db_->append(std::span<const NewHeader>(&forged, 1));
     ASSERT_FALSE(link);
     EXPECT_NE(link.error().message.find("parent hash"), std::string::npos) << link.error().message;
@@ -114,7 +70,7 @@ TEST_F(ChainDbTest, RangesAcrossFreezerFilesAndTheBoundarySurviveReopen) {
     EXPECT_EQ(*frozen, kHeaders - 50);
     open(false);
     EXPECT_EQ(db_->ancient_items(), kHeaders - 50);
-    EXPECT_EQ(db_->head()->total_difficulty, chain().headers.back().total_difficulty);
+    EXPECT_EQ(db_->head()->total_difficulty, mainnet()[kHeaders - 1].total_difficulty);
     ItemBuffer out;
     for (uint64_t from = 0; from < kHeaders; from += 7) {
         for (Order order : {Order::kAscending, Order::kDescending}) {
@@ -124,7 +80,7 @@ TEST_F(ChainDbTest, RangesAcrossFreezerFilesAndTheBoundarySurviveReopen) {
             ASSERT_EQ(out.size(), n) << from;
             for (size_t i = 0; i < n; ++i) {
                 const uint64_t number = order == Order::kAscending ? from + i : from - i;
-                ASSERT_TRUE(std::ranges::equal(out.item(i), chain().headers[number].rlp)) << number;
+                ASSERT_TRUE(std::ranges::equal(out.item(i), mainnet()[number].rlp)) << number;
             }
         }
     }
@@ -218,7 +174,7 @@ TEST_F(ChainDbTest, KeepZeroFreezesTheHeadToo) {
     ItemBuffer out;
     ASSERT_TRUE(db_->header_range(95, 10, Order::kAscending, out));
     ASSERT_EQ(out.size(), 10u);
-    EXPECT_TRUE(std::ranges::equal(out.item(9), chain().headers[104].rlp));
+    EXPECT_TRUE(std::ranges::equal(out.item(9), mainnet()[104].rlp));
 }
 
 TEST_F(ChainDbTest, DuplicatesLeftByAnInterruptedFreezeAreRemovedByTheNextOne) {
@@ -246,7 +202,8 @@ TEST_F(ChainDbTest, DuplicatesLeftByAnInterruptedFreezeAreRemovedByTheNextOne) {
 // holds every header, and a second freeze completes. LevelDB's own writes are synced batches.
 TEST(ChainDbCrash, PowerCutAtEveryFreezerMutationLeavesEveryHeader) {
     using Unsynced = ancient::FaultInjectingFileSystem::Unsynced;
-    const fs::path dir = fs::temp_directory_path() / ("headerd-crash-" + std::to_string(::getpid()));
+    const testing::TempDatadir datadir("crash");
+    const fs::path& dir = datadir.path();
     ancient::PosixFileSystem posix;
     constexpr size_t kN = 120;
     uint64_t total_mutations = 0;
@@ -261,7 +218,7 @@ TEST(ChainDbCrash, PowerCutAtEveryFreezerMutationLeavesEveryHeader) {
             {
                 auto db = ChainDb::open(dir.string(), opts);
                 ASSERT_TRUE(db) << db.error().message;
-                ASSERT_TRUE((*db)->append({chain().headers.data(), kN}));
+                ASSERT_TRUE((*db)->append({mainnet().data(), kN}));
                 faulty.reset_counters();
                 faulty.crash_at(crash_at);
                 FreezeOptions fo;
@@ -284,7 +241,7 @@ TEST(ChainDbCrash, PowerCutAtEveryFreezerMutationLeavesEveryHeader) {
             ASSERT_TRUE((*db)->header_range(0, kN, Order::kAscending, out));
             ASSERT_EQ(out.size(), kN) << "crash at mutation " << crash_at;
             for (size_t i = 0; i < kN; ++i) {
-                ASSERT_TRUE(std::ranges::equal(out.item(i), chain().headers[i].rlp)) << "block " << i;
+                ASSERT_TRUE(std::ranges::equal(out.item(i), mainnet()[i].rlp)) << "block " << i;
             }
             FreezeOptions fo;
             fo.keep = 20;
@@ -296,7 +253,6 @@ TEST(ChainDbCrash, PowerCutAtEveryFreezerMutationLeavesEveryHeader) {
         ASSERT_LT(crash_at, 10'000u) << "freeze never finished";
     }
     EXPECT_GT(total_mutations, 10u);
-    fs::remove_all(dir);
 }
 
 TEST(ReverseItems, ReversesOrderFromTheGivenItemAndKeepsBytes) {
@@ -317,7 +273,7 @@ TEST(ReverseItems, ReversesOrderFromTheGivenItemAndKeepsBytes) {
 TEST(ReverseItems, MatchesANaiveReversalOnRealHeaders) {
     // The mainnet headers of varying sizes, every split point: the same bytes as building the
     // reversed buffer item by item.
-    const auto& chain = testing::reference_chain().headers;
+    const auto& chain = headerd::testing::reference_chain().headers;
     for (size_t first : {size_t{0}, size_t{1}, size_t{7}, size_t{199}}) {
         ItemBuffer b;
         for (size_t i = 0; i < 200; ++i) b.push(chain[1000 + i * 13]);

@@ -8,16 +8,13 @@
 // as it stood at one moment: the old chain, or a prefix of the new one, which ends at a head the
 // writer set. scripts/sanitize.sh runs this under ThreadSanitizer.
 //
-// Interleaving is forced as in db/chain_db_concurrency_test.cpp: after every skeleton write, after
-// every batch of a link and inside the freeze, the writer waits until every reader has completed a
-// whole iteration that started after that point, and readers do at most kPerEpoch iterations
-// between two such points. Right before each link the writer lets the readers start new iterations
-// without waiting, so that they read while the first batch (for a reorg, the one that overwrites
-// canonical entries) is written, and now and then a reader holds its read lock a little longer
+// Interleaving is forced as in db/chain_db_concurrency_test.cpp (the harness of db/test_fixture.hpp):
+// after every skeleton write, after every batch of a link and inside the freeze, the writer waits
+// until every reader has completed a whole iteration that started after that point. Right before each link the writer
+// lets the readers start new iterations without waiting, so that they read while the first batch (for a reorg, the one
+// that overwrites canonical entries) is written, and now and then a reader holds its read lock a little longer
 // (SlowingObserver), so that a writer that wrote before taking the lock would leave other readers
-// a wide window onto entries that disagree with the head. The harness signals with relaxed atomics
-// only, so it adds no happens-before edge between writer and readers for ThreadSanitizer: every
-// ordering TSan sees comes from ChainDb itself.
+// a wide window onto entries that disagree with the head.
 
 #include <gtest/gtest.h>
 
@@ -27,48 +24,41 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
-#include <limits>
 #include <memory>
 #include <optional>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include "core/block_header.hpp"
 #include "core/chain_config.hpp"
 #include "core/hex.hpp"
 #include "db/chain_db.hpp"
-#include "tests/reference_chain.hpp"
+#include "db/test_fixture.hpp"
 #include "tests/side_chain.hpp"
 
 namespace headerd::db {
-namespace skeleton_concurrency_test {
+namespace {
 
-namespace fs = std::filesystem;
 using headerd::testing::SideChain;
+using testing::kAbove;
+using testing::kChain;
+using testing::kFreezeBatch;
+using testing::kMaxCount;
+using testing::kReaders;
 
-constexpr uint64_t kChain = 8192;                  // mainnet blocks 0..8191
 constexpr uint64_t kStored = 4096;                 // blocks [0, 4096) are appended before the threads start
 constexpr uint64_t kTop = kChain - 1;              // the trusted head of every skeleton
 constexpr uint64_t kFork = 8000;                   // the side chain's first block
 constexpr uint64_t kFirstKeep = 1000;              // the freeze before the threads: blocks [0, 3096)
 constexpr uint64_t kLaterKeep = 1000;              // the freeze after the first link: blocks [0, 7192)
-constexpr uint64_t kFreezeBatch = 151;             // odd, so the freeze moves the boundary several times
 constexpr uint64_t kExtendBatch = 512;             // skeleton_extend of 8190..4096: 8 batches
 constexpr uint64_t kReorgExtendBatch = 64;         // skeleton_extend of 8190..8000: 3 batches
 constexpr uint64_t kLinkBatch = 97;                // the first link sets heads 4095 + 97k, then 8191
 constexpr uint64_t kDip = kFork + kLinkBatch - 1;  // the head after a reorg's first link batch
-constexpr size_t kReaders = 4;
-constexpr uint64_t kPerEpoch = 2;        // reader iterations per writer stop, at most
-constexpr uint64_t kMinIterations = 40;  // per reader, in total; the last ones after the writer is done
-constexpr uint64_t kMaxCount = 192;      // the serving limit of one GetBlockHeaders reply
-constexpr uint64_t kAbove = 300;         // how far above the chain random reads reach
-constexpr uint64_t kSlowEvery = 3;       // one store read in kSlowEvery holds the read lock kSlowRead longer
+constexpr uint64_t kSlowEvery = 3;                 // one store read in kSlowEvery holds the read lock kSlowRead longer
 constexpr std::chrono::microseconds kSlowRead{300};
 
 // What the writer is doing; each writer stop (epoch) belongs to one.
@@ -92,22 +82,12 @@ constexpr std::array<uint64_t, kPhases> kStops{0, 9, 43, 29, 4, 2, 4, 2};
 enum Which : size_t { kReal, kSide };
 constexpr std::array<const char*, 2> kWhichNames{"mainnet", "side-chain"};
 
-// Mainnet blocks 0..8191 with what append() needs (total difficulty and timestamp from the decoded
-// headers), and the side chain 8000..8191. The side chain has mainnet's difficulties and
-// timestamps, so a side-chain head has the total difficulty and timestamp of mainnet's block.
+// Mainnet blocks 0..8191 with what append() needs (testing::mainnet()), and the side chain
+// 8000..8191. The side chain has mainnet's difficulties and timestamps, so a side-chain head has the
+// total difficulty and timestamp of mainnet's block.
 struct Fixture {
-    std::vector<NewHeader> real;
+    const std::vector<NewHeader>& real = testing::mainnet();
     SideChain side{kFork, kTop};
-
-    Fixture() {
-        const auto& ref = headerd::testing::reference_chain();
-        U256 td = 0;
-        for (size_t i = 0; i < ref.headers.size(); ++i) {
-            const BlockHeader h = *decode_block_header(ref.headers[i]);
-            td += h.difficulty;
-            real.push_back(NewHeader{ref.headers[i], ref.hashes[i], h.number, td, h.timestamp});
-        }
-    }
 
     bool exists(Which w, uint64_t n) const { return n < kChain && (w == kReal || n >= kFork); }
     // REQUIRES: exists(w, n).
@@ -191,45 +171,14 @@ struct Counts {
     }
 };
 
-class Reader {
+class SkeletonReader final : public testing::ReaderThread {
   public:
-    Reader(const ChainDb& db, size_t index) : db_(db), rng_(0x5ce1e700 + index) {}
-
-    // Runs until the writer is done and at least kMinIterations are done, or the first wrong read.
-    void run(const std::atomic<uint64_t>& epoch, const std::atomic<bool>& writer_done) {
-        uint64_t current = std::numeric_limits<uint64_t>::max();
-        uint64_t in_epoch = 0;
-        for (;;) {
-            const bool last = writer_done.load(std::memory_order_relaxed);
-            const uint64_t e = epoch.load(std::memory_order_relaxed);
-            if (last && total_iterations_ >= kMinIterations) break;
-            if (e != current) {
-                current = e;
-                in_epoch = 0;
-                if (by_epoch_.size() <= e) by_epoch_.resize(e + 1);
-                counts_ = &by_epoch_[e];
-            }
-            if (!last && in_epoch >= kPerEpoch) {
-                std::this_thread::yield();
-                continue;
-            }
-            if (!iterate()) break;
-            ++counts_->iterations;
-            ++total_iterations_;
-            ++in_epoch;
-            done_epoch.store(e, std::memory_order_relaxed);
-        }
-        done_epoch.store(std::numeric_limits<uint64_t>::max(), std::memory_order_relaxed);
-    }
+    SkeletonReader(const ChainDb& db, size_t index) : ReaderThread(db, 0x5ce1e700 + index) {}
 
     // Counts by the epoch each iteration started in.
     const std::vector<Counts>& by_epoch() const { return by_epoch_; }
-    const std::string& failure() const { return failure_; }
     // Whether this reader saw block n of chain w as the head.
     bool saw_head(Which w, uint64_t n) const { return std::ranges::find(heads_seen_[w], n) != heads_seen_[w].end(); }
-
-    // The epoch at the start of the last completed iteration; max once this reader has stopped.
-    std::atomic<uint64_t> done_epoch{0};
 
   private:
     struct Snapshot {
@@ -237,13 +186,10 @@ class Reader {
         uint64_t ancient{0};
     };
 
-    bool fail(std::string what) {
-        failure_ = std::move(what);
-        return false;
+    void enter_epoch(uint64_t e) override {
+        if (by_epoch_.size() <= e) by_epoch_.resize(e + 1);
+        counts_ = &by_epoch_[e];
     }
-
-    uint64_t uniform(uint64_t lo, uint64_t hi) { return std::uniform_int_distribution<uint64_t>(lo, hi)(rng_); }
-    Order any_order() { return uniform(0, 1) == 0 ? Order::kAscending : Order::kDescending; }
 
     // head() and ancient_items(), checked: the head is a block of one of the chains, one the writer
     // sets as head, with the right total difficulty and timestamp; the freezer never shrinks and never
@@ -422,7 +368,7 @@ class Reader {
 
     // Reads around the head as it is now, across the fork point and the freezer boundary, and
     // anywhere.
-    bool iterate() {
+    bool iterate() override {
         Snapshot s;
         if (!snapshot(s)) return false;
         auto near = [&](uint64_t centre, uint64_t below, uint64_t above) {
@@ -444,11 +390,10 @@ class Reader {
         if (!check_hash(kReal, uniform(0, kTop))) return false;
         if (!check_skeleton()) return false;
         if (!check_unknown_hash(uniform(0, kTop))) return false;
+        ++counts_->iterations;
         return true;
     }
 
-    const ChainDb& db_;
-    std::mt19937_64 rng_;
     ItemBuffer out_;
     Bytes bytes_;
     uint64_t last_ancient_{0};
@@ -457,11 +402,14 @@ class Reader {
     std::array<std::vector<uint64_t>, 2> heads_seen_;
     std::vector<Counts> by_epoch_;
     Counts* counts_{nullptr};
-    uint64_t total_iterations_{0};
-    std::string failure_;
 };
 
-TEST(SkeletonConcurrency, ReadersSeeOneWholeChainWhileTheWriterLinksAndReorganises) {
+class SkeletonConcurrency : public testing::DatadirTest {
+  protected:
+    SkeletonConcurrency() : DatadirTest("skeleton-concurrency", 256 << 10) {}
+};
+
+TEST_F(SkeletonConcurrency, ReadersSeeOneWholeChainWhileTheWriterLinksAndReorganises) {
     const Fixture& fx = fixture();
     ASSERT_EQ(fx.real.size(), kChain);
     for (uint64_t n : {uint64_t{0}, kFork, kTop}) {
@@ -471,29 +419,24 @@ TEST(SkeletonConcurrency, ReadersSeeOneWholeChainWhileTheWriterLinksAndReorganis
     ASSERT_NE(fx.side.hash(kFork), fx.real[kFork].hash);
     ASSERT_EQ(peek_header(fx.side.rlp(kFork))->parent_hash, fx.real[kFork - 1].hash);
 
-    const fs::path dir = fs::temp_directory_path() / ("headerd-skeleton-concurrency-" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    ChainDbOptions opts;
-    opts.create_if_missing = true;
-    opts.ancient_max_file_size = 256 << 10;
-    auto opened = ChainDb::open(dir.string(), opts);
-    ASSERT_TRUE(opened) << opened.error().message;
-    std::unique_ptr<ChainDb> db = std::move(*opened);
-    ASSERT_TRUE(db->set_config(mainnet_config()));
-    ASSERT_TRUE(db->append({fx.real.data(), kStored}));
+    ASSERT_TRUE(db_->set_config(mainnet_config()));
+    ASSERT_TRUE(db_->append({fx.real.data(), kStored}));
     FreezeOptions first_freeze;
     first_freeze.keep = kFirstKeep;
-    auto frozen = db->freeze(first_freeze);
+    auto frozen = db_->freeze(first_freeze);
     ASSERT_TRUE(frozen) << frozen.error().message;
     ASSERT_EQ(*frozen, kStored - kFirstKeep);
 
     SlowingObserver observer;
-    db->set_read_observer(&observer);
+    db_->set_read_observer(&observer);
 
-    std::atomic<uint64_t> epoch{0};
-    std::atomic<bool> writer_done{false};
-    std::vector<std::unique_ptr<Reader>> readers;
-    for (size_t i = 0; i < kReaders; ++i) readers.push_back(std::make_unique<Reader>(*db, i));
+    std::vector<std::unique_ptr<SkeletonReader>> readers;
+    std::vector<testing::ReaderThread*> threads;
+    for (size_t i = 0; i < kReaders; ++i) {
+        readers.push_back(std::make_unique<SkeletonReader>(*db_, i));
+        threads.push_back(readers.back().get());
+    }
+    testing::WriterStops harness(threads);
 
     // The phase of each epoch, written by the writer only and read after it is joined.
     std::vector<Phase> phase_of_epoch{kStart};
@@ -502,27 +445,25 @@ TEST(SkeletonConcurrency, ReadersSeeOneWholeChainWhileTheWriterLinksAndReorganis
     // Starts a new epoch: every reader may do kPerEpoch more iterations.
     auto release_readers = [&] {
         phase_of_epoch.push_back(phase);
-        return epoch.fetch_add(1, std::memory_order_relaxed) + 1;
+        return harness.release();
     };
     // Makes every reader complete one whole iteration that starts after this call.
     auto let_readers_in = [&] {
         const uint64_t e = release_readers();
         ++stops[phase];
-        for (const auto& r : readers) {
-            while (r->done_epoch.load(std::memory_order_relaxed) < e) std::this_thread::yield();
-        }
+        harness.wait(e);
     };
 
     // A skeleton of chain w from kTop down to `bottom`, extend batch by batch.
     auto build = [&](Which w, uint64_t bottom, uint64_t batch) -> std::string {
-        if (auto r = db->skeleton_begin(fx.header(w, kTop)); !r) return "skeleton_begin: " + r.error().message;
+        if (auto r = db_->skeleton_begin(fx.header(w, kTop)); !r) return "skeleton_begin: " + r.error().message;
         let_readers_in();
         for (uint64_t hi = kTop; hi > bottom;) {
             const uint64_t first = hi - 1;
             const uint64_t last = first + 1 - std::min(batch, first - bottom + 1);
             std::vector<SkeletonHeader> headers;
             for (uint64_t n = first; n >= last && n <= first; --n) headers.push_back(fx.header(w, n));
-            if (auto r = db->skeleton_extend(headers); !r) {
+            if (auto r = db_->skeleton_extend(headers); !r) {
                 return fmt::format("skeleton_extend {}..{}: {}", first, last, r.error().message);
             }
             let_readers_in();
@@ -532,7 +473,7 @@ TEST(SkeletonConcurrency, ReadersSeeOneWholeChainWhileTheWriterLinksAndReorganis
     };
     // Links the skeleton of chain w, expecting `replaced` blocks replaced and `batches` batches.
     auto link = [&](Which w, uint64_t replaced, uint64_t batches) -> std::string {
-        auto point = db->skeleton_link_point();
+        auto point = db_->skeleton_link_point();
         if (!point) return "skeleton_link_point: " + point.error().message;
         if (!point->linked || point->replaced != replaced) {
             return fmt::format("skeleton_link_point: linked {}, replaced {}", point->linked, point->replaced);
@@ -546,14 +487,14 @@ TEST(SkeletonConcurrency, ReadersSeeOneWholeChainWhileTheWriterLinksAndReorganis
         };
         // Readers start fresh iterations while the first batch is written.
         release_readers();
-        auto head = db->skeleton_link(lo);
+        auto head = db_->skeleton_link(lo);
         if (!head) return "skeleton_link: " + head.error().message;
         if (head->number != kTop || head->hash != fx.hash(w, kTop) ||
             head->total_difficulty != fx.real[kTop].total_difficulty) {
             return fmt::format("skeleton_link: head {} {}", head->number, to_hex0x(head->hash));
         }
         if (progress != batches) return fmt::format("skeleton_link: {} batches, expected {}", progress, batches);
-        if (db->skeleton()) return "skeleton_link left a skeleton";
+        if (db_->skeleton()) return "skeleton_link left a skeleton";
         return "";
     };
 
@@ -571,7 +512,7 @@ TEST(SkeletonConcurrency, ReadersSeeOneWholeChainWhileTheWriterLinksAndReorganis
             if (s == FreezeStep::kDeleted) let_readers_in();
             return true;
         };
-        auto f = db->freeze(fo);
+        auto f = db_->freeze(fo);
         if (!f || *f != kChain - kLaterKeep) {
             return f ? fmt::format("freeze: {} frozen", *f) : "freeze: " + f.error().message;
         }
@@ -588,16 +529,7 @@ TEST(SkeletonConcurrency, ReadersSeeOneWholeChainWhileTheWriterLinksAndReorganis
         return "";
     };
 
-    const auto start = std::chrono::steady_clock::now();
-    std::vector<std::thread> threads;
-    for (auto& r : readers) threads.emplace_back([&r, &epoch, &writer_done] { r->run(epoch, writer_done); });
-    std::thread writer([&] {
-        writer_failure = write();
-        writer_done.store(true, std::memory_order_relaxed);
-    });
-    writer.join();
-    for (auto& t : threads) t.join();
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = harness.run([&] { writer_failure = write(); });
 
     ASSERT_EQ(writer_failure, "");
     for (size_t p = 0; p < kPhases; ++p) EXPECT_EQ(stops[p], kStops[p]) << kPhaseNames[p];
@@ -605,7 +537,7 @@ TEST(SkeletonConcurrency, ReadersSeeOneWholeChainWhileTheWriterLinksAndReorganis
     std::array<Counts, kPhases> by_phase{};
     Counts total;
     for (size_t i = 0; i < kReaders; ++i) {
-        const Reader& r = *readers[i];
+        const SkeletonReader& r = *readers[i];
         EXPECT_EQ(r.failure(), "") << "reader " << i;
         std::array<Counts, kPhases> mine{};
         for (size_t e = 0; e < r.by_epoch().size(); ++e) mine[phase_of_epoch.at(e)].add(r.by_epoch()[e]);
@@ -671,34 +603,27 @@ TEST(SkeletonConcurrency, ReadersSeeOneWholeChainWhileTheWriterLinksAndReorganis
     EXPECT_GT(observer.headers[static_cast<size_t>(Store::kLevelDb)].load(), 0u);
 
     // After the threads: mainnet 0..8191, and again after reopening.
-    db->set_read_observer(nullptr);
+    db_->set_read_observer(nullptr);
     for (int pass = 0; pass < 2; ++pass) {
-        const std::optional<Head> head = db->head();
+        const std::optional<Head> head = db_->head();
         ASSERT_TRUE(head);
         EXPECT_EQ(head->number, kTop);
         EXPECT_EQ(head->hash, fx.real[kTop].hash);
         EXPECT_EQ(head->total_difficulty, fx.real[kTop].total_difficulty);
-        EXPECT_EQ(db->ancient_items(), kChain - kLaterKeep);
-        EXPECT_FALSE(db->skeleton());
+        EXPECT_EQ(db_->ancient_items(), kChain - kLaterKeep);
+        EXPECT_FALSE(db_->skeleton());
         ItemBuffer out;
-        ASSERT_TRUE(db->header_range(0, kChain, Order::kAscending, out));
+        ASSERT_TRUE(db_->header_range(0, kChain, Order::kAscending, out));
         ASSERT_EQ(out.size(), kChain);
         for (uint64_t n = 0; n < kChain; ++n) ASSERT_TRUE(std::ranges::equal(out.item(n), fx.real[n].rlp)) << n;
         for (uint64_t n = kFork; n < kChain; ++n) {
-            auto c = db->canonical_hash(n);
+            auto c = db_->canonical_hash(n);
             ASSERT_TRUE(c && *c);
             ASSERT_EQ(**c, fx.real[n].hash) << n;
         }
-        db.reset();
-        ChainDbOptions reopen;
-        reopen.ancient_max_file_size = opts.ancient_max_file_size;
-        auto again = ChainDb::open(dir.string(), reopen);
-        ASSERT_TRUE(again) << again.error().message;
-        db = std::move(*again);
+        ASSERT_NO_FATAL_FAILURE(reopen());
     }
-    db.reset();
-    fs::remove_all(dir);
 }
 
-}  // namespace skeleton_concurrency_test
+}  // namespace
 }  // namespace headerd::db

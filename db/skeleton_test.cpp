@@ -3,7 +3,6 @@
 
 #include <gtest/gtest.h>
 #include <leveldb/db.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -20,11 +19,12 @@
 #include "db/chain_db.hpp"
 #include "db/import.hpp"
 #include "db/schema.hpp"
+#include "db/test_fixture.hpp"
 #include "tests/reference_chain.hpp"
 #include "tests/side_chain.hpp"
 
 namespace headerd::db {
-namespace skeleton_test {
+namespace {
 
 namespace fs = std::filesystem;
 
@@ -76,31 +76,16 @@ ByteView file_bytes(uint64_t from, uint64_t to) {
 
 bool same(ByteView a, ByteView b) { return std::ranges::equal(a, b); }
 
-class SkeletonTest : public ::testing::Test {
+class SkeletonTest : public testing::DatadirTest {
   protected:
+    SkeletonTest() : DatadirTest("skeleton", 1 << 20) {}
+
     void SetUp() override {
-        dir_ = fs::temp_directory_path() / ("headerd-skeleton-" + std::to_string(::getpid()) + "-" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(dir_);
-        open(true);
+        DatadirTest::SetUp();
         ASSERT_TRUE(db_);
         auto r = db_->set_config(mainnet_config());
         ASSERT_TRUE(r) << r.error().message;
     }
-    void TearDown() override {
-        db_.reset();
-        fs::remove_all(dir_);
-    }
-    void open(bool create) {
-        db_.reset();
-        ChainDbOptions opts;
-        opts.create_if_missing = create;
-        opts.ancient_max_file_size = 1 << 20;
-        auto r = ChainDb::open(dir_.string(), opts);
-        ASSERT_TRUE(r) << r.error().message;
-        db_ = std::move(*r);
-    }
-    void reopen() { open(false); }
 
     // Starts a skeleton at block `top` of `headers` (real ones unless given) and extends it down to
     // `bottom` in batches of `batch`.
@@ -195,9 +180,6 @@ class SkeletonTest : public ::testing::Test {
         }
         return ::testing::AssertionSuccess();
     }
-
-    fs::path dir_;
-    std::unique_ptr<ChainDb> db_;
 };
 
 struct Progress {
@@ -697,5 +679,5 @@ TEST_F(SkeletonTest, DropDeletesTheSkeletonAndItsHeaders) {
     EXPECT_TRUE(canonical_is_reference(300));
 }
 
-}  // namespace skeleton_test
+}  // namespace
 }  // namespace headerd::db
