@@ -25,12 +25,6 @@ json::object load_sample() {
     return json::parse(text.str()).as_object();
 }
 
-double number(const json::value& v) {
-    if (v.is_int64()) return static_cast<double>(v.get_int64());
-    if (v.is_uint64()) return static_cast<double>(v.get_uint64());
-    return v.get_double();
-}
-
 size_t count_of(const std::string& haystack, const std::string& needle) {
     size_t n = 0;
     for (size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
@@ -76,8 +70,9 @@ TEST(HtmlReport, TimelineChartsCarryTheReportValues) {
             const json::array& p = points[i].as_array();
             const json::object& entry = timeline[i].as_object();
             ASSERT_EQ(p.size(), 2u);
-            EXPECT_EQ(number(p[0]), number(entry.at("t")));
-            EXPECT_EQ(number(p[1]), number(entry.at(series))) << "t=" << number(entry.at("t"));
+            EXPECT_EQ(p[0].to_number<double>(), entry.at("t").to_number<double>());
+            EXPECT_EQ(p[1].to_number<double>(), entry.at(series).to_number<double>())
+                << "t=" << entry.at("t").to_number<double>();
         }
     }
     // Every second of the sample has every value, so no line has a gap: one move, then lines.
@@ -107,12 +102,12 @@ TEST(HtmlReport, HistogramBarsCarryTheReportBuckets) {
         ASSERT_EQ(got.size(), histogram.size());
         double total = 0;
         for (size_t i = 0; i < got.size(); ++i) {
-            EXPECT_EQ(got[i].first, number(histogram[i].at("le_ms")));
-            EXPECT_EQ(got[i].second, number(histogram[i].at("count")));
+            EXPECT_EQ(got[i].first, histogram[i].at("le_ms").to_number<double>());
+            EXPECT_EQ(got[i].second, histogram[i].at("count").to_number<double>());
             total += got[i].second;
         }
         // The sample's histograms count every reply.
-        EXPECT_EQ(total, number(p.at("replies")));
+        EXPECT_EQ(total, p.at("replies").to_number<double>());
     }
 }
 
@@ -240,8 +235,8 @@ TEST(HtmlReport, MistypedAndPartialFieldsRender) {
     const json::array p50 = series_points(html, "p50_ms");
     ASSERT_EQ(p50.size(), 4u);
     EXPECT_TRUE(p50[0].as_array()[1].is_null());
-    EXPECT_EQ(number(p50[1].as_array()[1]), 2.25);
-    EXPECT_EQ(number(p50[2].as_array()[0]), 3);  // no "t": its position
+    EXPECT_EQ(p50[1].as_array()[1].to_number<double>(), 2.25);
+    EXPECT_EQ(p50[2].as_array()[0].to_number<double>(), 3);  // no "t": its position
     EXPECT_TRUE(p50[2].as_array()[1].is_null());
     EXPECT_TRUE(series_points(html, "requests")[1].as_array()[1].is_null());
     EXPECT_NE(html.find("d=\"M"), std::string::npos);
@@ -324,7 +319,7 @@ TEST(HtmlReport, LongTimelineKeepsEveryPointWithoutDots) {
     const std::string html = render_html_report(report);
     const json::array requests = series_points(html, "requests");
     ASSERT_EQ(requests.size(), 600u);
-    EXPECT_EQ(number(requests[599].as_array()[1]), 1600);
+    EXPECT_EQ(requests[599].as_array()[1].to_number<double>(), 1600);
     EXPECT_EQ(count_of(html, "<circle"), 0u);
     EXPECT_EQ(count_of(html, " s: 1 error</title>"), 6u);
 }

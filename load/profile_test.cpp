@@ -3,70 +3,49 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
-#include "core/block_header.hpp"
 #include "core/hex.hpp"
-#include "core/rlp.hpp"
 #include "p2p/wire/base_protocol.hpp"
-#include "tests/data_dir.hpp"
+#include "tests/reference_chain.hpp"
 
 namespace headerd::load {
 namespace {
 
 using namespace std::chrono_literals;
 using eth::GetBlockHeadersRequest;
+using testing::kReferenceHead;  // the server's head in these tests
+using testing::reference_chain;
 
-constexpr uint64_t kHead = 8191;  // the last block of tests/data/mainnet-headers-0-8191.rlp
-
-// Mainnet headers 0..8191, their hashes, and the numbers of the hashes: the server's chain.
-struct Chain {
-    Bytes file;
-    std::vector<ByteView> headers;
-    std::vector<Hash32> hashes;
-    std::map<Hash32, uint64_t> numbers;
-
-    Chain() {
-        std::ifstream in(headerd::testing::data_dir() + "/mainnet-headers-0-8191.rlp", std::ios::binary);
-        file.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-        ByteView rest{file};
-        while (!rest.empty()) {
-            auto item = rlp::next_item(rest);
-            if (!item) break;
-            const Hash32 hash = header_hash(*item);
-            numbers[hash] = headers.size();
-            headers.push_back(*item);
-            hashes.push_back(hash);
-        }
-    }
-};
-
-const Chain& chain() {
-    static const Chain c;
-    return c;
+// The server's chain is the reference chain: the block number of each of its hashes.
+const std::map<Hash32, uint64_t>& numbers() {
+    static const std::map<Hash32, uint64_t> m = [] {
+        std::map<Hash32, uint64_t> out;
+        for (uint64_t n = 0; n < reference_chain().hashes.size(); ++n) out[reference_chain().hashes[n]] = n;
+        return out;
+    }();
+    return m;
 }
 
-ChainView view(uint64_t head = kHead) { return ChainView{head, chain().hashes.at(head)}; }
+ChainView view(uint64_t head = kReferenceHead) { return ChainView{head, reference_chain().hashes.at(head)}; }
 
 // What a server with head `head` sends (geth's rules, written out independently of verify.cpp).
-std::vector<ByteView> serve(const GetBlockHeadersRequest& r, uint64_t head = kHead) {
+std::vector<ByteView> serve(const GetBlockHeadersRequest& r, uint64_t head = kReferenceHead) {
     std::vector<ByteView> out;
     uint64_t n = r.origin.number;
     if (r.origin.is_hash) {
-        auto it = chain().numbers.find(r.origin.hash);
-        if (it == chain().numbers.end()) return out;
+        auto it = numbers().find(r.origin.hash);
+        if (it == numbers().end()) return out;
         n = it->second;
     }
     if (n > head) return out;
     const uint64_t want = std::min<uint64_t>(r.amount, 1024);
     while (out.size() < want) {
-        out.push_back(chain().headers.at(n));
+        out.push_back(reference_chain().headers.at(n));
         if (r.skip == UINT64_MAX) break;
         const uint64_t step = r.skip + 1;
         if (r.reverse ? n < step : head - n < step) break;
@@ -77,7 +56,7 @@ std::vector<ByteView> serve(const GetBlockHeadersRequest& r, uint64_t head = kHe
 
 // Verifies a reply to `p` (must be good) and returns its facts.
 ReplyFacts facts_of(const Planned& p, std::span<const ByteView> reply, const ServeRules& rules = {},
-                    uint64_t head = kHead) {
+                    uint64_t head = kReferenceHead) {
     VerifyRequest in;
     in.request = &p.request;
     in.origin_number = p.origin_number;
@@ -91,7 +70,7 @@ ReplyFacts facts_of(const Planned& p, std::span<const ByteView> reply, const Ser
 }
 
 // Plans one request, serves it from the real chain, verifies the reply, tells the walk.
-Planned step(Walk& walk, std::mt19937_64& rng, uint64_t head = kHead) {
+Planned step(Walk& walk, std::mt19937_64& rng, uint64_t head = kReferenceHead) {
     Planned p = walk.next(view(head), rng);
     const auto reply = serve(p.request, head);
     const ReplyFacts f = facts_of(p, reply, {}, head);
@@ -111,7 +90,7 @@ void expect_shape(const Planned& p, const Shape& s) {
     const auto& r = p.request;
     EXPECT_EQ(r.origin.is_hash, s.by_hash) << describe(r);
     if (s.by_hash) {
-        EXPECT_EQ(to_hex0x(r.origin.hash), to_hex0x(chain().hashes.at(s.origin))) << describe(r);
+        EXPECT_EQ(to_hex0x(r.origin.hash), to_hex0x(reference_chain().hashes.at(s.origin))) << describe(r);
         EXPECT_EQ(p.origin_number, std::optional<uint64_t>(s.origin)) << describe(r);
         EXPECT_TRUE(p.origin_on_chain) << describe(r);
     } else {
@@ -347,13 +326,13 @@ TEST(LoadWalks, LegacyAsksSkipSkeletonsFillsAncestorsAndFullSyncRanges) {
         SCOPED_TRACE(round);
         const Planned* p = &plan[5 * round];
         const uint64_t from = p[0].request.origin.number;
-        EXPECT_LE(from, kHead);
+        EXPECT_LE(from, kReferenceHead);
         expect_shape(p[0], {false, from, 128, 191, false});
         expect_shape(p[1], {false, from, 192, 0, false});
         expect_shape(p[2], {false, 7999, 12, 15, false});
         expect_shape(p[3], {true, 8191, 2, 63, true});
         // The full-sync range starts at the parent of the fill's last header, by hash.
-        const uint64_t last = std::min<uint64_t>(from + 191, kHead);
+        const uint64_t last = std::min<uint64_t>(from + 191, kReferenceHead);
         if (last > from) expect_shape(p[4], {true, last - 1, 193, 199, false});
     }
     // The same seed, the same requests.
@@ -367,11 +346,11 @@ TEST(LoadWalks, EdgeAsksTheOddRequests) {
     std::mt19937_64 rng(1);
     std::vector<Planned> plan;
     for (int i = 0; i < 6; ++i) plan.push_back(step(*walk, rng));
-    expect_shape(plan[0], {false, kHead + 1000, 192, 0, false});
+    expect_shape(plan[0], {false, kReferenceHead + 1000, 192, 0, false});
     expect_shape(plan[1], {false, 0, 0, 0, false});
     expect_shape(plan[2], {false, 0, 2000, 0, false});
     EXPECT_TRUE(plan[3].request.origin.is_hash);
-    EXPECT_FALSE(chain().numbers.contains(plan[3].request.origin.hash));
+    EXPECT_FALSE(numbers().contains(plan[3].request.origin.hash));
     EXPECT_FALSE(plan[3].origin_on_chain);
     EXPECT_FALSE(plan[3].origin_number);
     expect_shape(plan[4], {false, 4095, 10, UINT64_MAX, false});

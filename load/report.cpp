@@ -25,7 +25,7 @@ uint64_t errors_of(const ProfileStats& s) {
     return n;
 }
 
-json::object rtt_json(const LatencyHistogram& h) {
+json::object rtt_json(const metrics::LatencyHistogram& h) {
     return {{"p50", to_ms(h.quantile(0.5))},    {"p90", to_ms(h.quantile(0.9))}, {"p99", to_ms(h.quantile(0.99))},
             {"p999", to_ms(h.quantile(0.999))}, {"max", to_ms(h.max())},         {"mean", h.mean() / 1e6}};
 }
@@ -39,7 +39,7 @@ json::object errors_json(const ProfileStats& s) {
     return o;
 }
 
-json::array histogram_json(const LatencyHistogram& h) {
+json::array histogram_json(const metrics::LatencyHistogram& h) {
     const auto& bounds_ms = report_bucket_bounds_ms();
     std::vector<uint64_t> bounds;
     for (double b : bounds_ms) bounds.push_back(static_cast<uint64_t>(b * 1e6));

@@ -14,7 +14,7 @@
 #include "load/runner.hpp"
 
 namespace headerd::load {
-namespace report_test {
+namespace {
 
 namespace json = boost::json;
 using namespace std::chrono_literals;
@@ -308,12 +308,6 @@ ReportContext context() {
 
 std::string text(const json::value& v) { return v.is_string() ? std::string(v.get_string()) : json::serialize(v); }
 
-double number(const json::value& v) {
-    if (v.is_int64()) return static_cast<double>(v.get_int64());
-    if (v.is_uint64()) return static_cast<double>(v.get_uint64());
-    return v.as_double();
-}
-
 TEST(LoadReport, HasEveryDocumentedKey) {
     RunResult r = clean_run();
     r.server = ServerInfo{"enode://abcd@127.0.0.1:30303", "headerd/v0.1.0", 69, 8191, {}};
@@ -349,65 +343,65 @@ TEST(LoadReport, HasEveryDocumentedKey) {
                  "thresholds", "interrupted", "verified"},
                 "report");
     EXPECT_EQ(text(o.at("schema")), "headerd-load-report");
-    EXPECT_EQ(number(o.at("version")), 1);
+    EXPECT_EQ(o.at("version").to_number<double>(), 1);
     ASSERT_EQ(o.at("command").as_array().size(), 6u);
     EXPECT_EQ(text(o.at("command").as_array()[0]), "headerd");
     EXPECT_EQ(text(o.at("command").as_array()[5]), "out.json");
     EXPECT_EQ(text(o.at("started_at")), "2026-12-01T10:00:00Z");
-    EXPECT_EQ(number(o.at("duration_s")), 10);
-    EXPECT_EQ(number(o.at("seed")), 42);
+    EXPECT_EQ(o.at("duration_s").to_number<double>(), 10);
+    EXPECT_EQ(o.at("seed").to_number<double>(), 42);
     EXPECT_EQ(text(o.at("reference")), "tests/data/mainnet-00000-5ec1ffb8.era1");
     EXPECT_EQ(text(o.at("server_metrics").at("url")), "http://127.0.0.1:9090/metrics");
     EXPECT_EQ(o.at("interrupted").as_bool(), false);
     EXPECT_EQ(o.at("verified").as_bool(), false);
-    EXPECT_EQ(number(o.at("failures_total")), 2);
+    EXPECT_EQ(o.at("failures_total").to_number<double>(), 2);
 
     const json::object& mode = o.at("mode").as_object();
     expect_keys(mode, {"loop", "target_rate", "achieved_rate", "shortfall"}, "mode");
     EXPECT_EQ(text(mode.at("loop")), "closed");
     EXPECT_TRUE(mode.at("target_rate").is_null());
     EXPECT_TRUE(mode.at("shortfall").is_null());
-    EXPECT_DOUBLE_EQ(number(mode.at("achieved_rate")), 160.1);
+    EXPECT_DOUBLE_EQ(mode.at("achieved_rate").to_number<double>(), 160.1);
 
     const json::object& server = o.at("server").as_object();
     expect_keys(server, {"enode", "client_id", "eth_version", "network_id", "genesis", "head"}, "server");
     EXPECT_EQ(text(server.at("client_id")), "headerd/v0.1.0");
-    EXPECT_EQ(number(server.at("eth_version")), 69);
-    EXPECT_EQ(number(server.at("network_id")), 1);
+    EXPECT_EQ(server.at("eth_version").to_number<double>(), 69);
+    EXPECT_EQ(server.at("network_id").to_number<double>(), 1);
     EXPECT_EQ(text(server.at("genesis")), "0xd4e56740f876aef8c010b86a40d5f56745a118d0906a34e69aec8c0db1cb8fa3");
-    EXPECT_EQ(number(server.at("head").at("number")), 8191);
+    EXPECT_EQ(server.at("head").at("number").to_number<double>(), 8191);
     EXPECT_EQ(text(server.at("head").at("hash")), "0x" + std::string(64, '1'));
 
     const json::object& clients = o.at("clients").as_object();
     expect_keys(clients, {"requested", "connected_max", "connect_attempts", "connect_failures"}, "clients");
-    EXPECT_EQ(number(clients.at("requested")), 7);
-    EXPECT_EQ(number(clients.at("connected_max")), 7);
-    EXPECT_EQ(number(clients.at("connect_attempts")), 8);
-    EXPECT_EQ(number(clients.at("connect_failures")), 1);
+    EXPECT_EQ(clients.at("requested").to_number<double>(), 7);
+    EXPECT_EQ(clients.at("connected_max").to_number<double>(), 7);
+    EXPECT_EQ(clients.at("connect_attempts").to_number<double>(), 8);
+    EXPECT_EQ(clients.at("connect_failures").to_number<double>(), 1);
 
     const json::object& totals = o.at("totals").as_object();
     expect_keys(totals,
                 {"requests", "replies", "headers", "bytes", "lost", "stale", "errors", "verification_failures",
                  "rtt_ms", "verdict_drops", "verdict_penalties"},
                 "totals");
-    EXPECT_EQ(number(totals.at("requests")), total(r, &ProfileStats::requests));
-    EXPECT_EQ(number(totals.at("replies")), total(r, &ProfileStats::replies));
-    EXPECT_EQ(number(totals.at("headers")), total(r, &ProfileStats::headers));
-    EXPECT_EQ(number(totals.at("bytes")), total(r, &ProfileStats::bytes));
-    EXPECT_EQ(number(totals.at("verification_failures")), 2);
-    EXPECT_EQ(number(totals.at("verdict_drops")), 1);
-    EXPECT_EQ(number(totals.at("verdict_penalties")), 4);
+    EXPECT_EQ(totals.at("requests").to_number<double>(), total(r, &ProfileStats::requests));
+    EXPECT_EQ(totals.at("replies").to_number<double>(), total(r, &ProfileStats::replies));
+    EXPECT_EQ(totals.at("headers").to_number<double>(), total(r, &ProfileStats::headers));
+    EXPECT_EQ(totals.at("bytes").to_number<double>(), total(r, &ProfileStats::bytes));
+    EXPECT_EQ(totals.at("verification_failures").to_number<double>(), 2);
+    EXPECT_EQ(totals.at("verdict_drops").to_number<double>(), 1);
+    EXPECT_EQ(totals.at("verdict_penalties").to_number<double>(), 4);
     const json::object& errors = totals.at("errors").as_object();
     expect_keys(errors, {"timeout", "closed", "rejected", "verification", "connect"}, "totals.errors");
-    EXPECT_EQ(number(errors.at("verification")), 2);
-    EXPECT_EQ(number(errors.at("timeout")), 0);
+    EXPECT_EQ(errors.at("verification").to_number<double>(), 2);
+    EXPECT_EQ(errors.at("timeout").to_number<double>(), 0);
     const json::object& rtt = totals.at("rtt_ms").as_object();
     expect_keys(rtt, {"p50", "p90", "p99", "p999", "max", "mean"}, "totals.rtt_ms");
-    EXPECT_DOUBLE_EQ(number(rtt.at("max")), 90'000);
-    EXPECT_LE(number(rtt.at("p50")), number(rtt.at("p90")));
-    EXPECT_LE(number(rtt.at("p90")), number(rtt.at("p99")));
-    EXPECT_LE(number(rtt.at("p99")), number(rtt.at("p999")));
-    EXPECT_LE(number(rtt.at("p999")), number(rtt.at("max")));
+    EXPECT_DOUBLE_EQ(rtt.at("max").to_number<double>(), 90'000);
+    EXPECT_LE(rtt.at("p50").to_number<double>(), rtt.at("p90").to_number<double>());
+    EXPECT_LE(rtt.at("p90").to_number<double>(), rtt.at("p99").to_number<double>());
+    EXPECT_LE(rtt.at("p99").to_number<double>(), rtt.at("p999").to_number<double>());
+    EXPECT_LE(rtt.at("p999").to_number<double>(), rtt.at("max").to_number<double>());
 
     const json::array& profiles = o.at("profiles").as_array();
     ASSERT_EQ(profiles.size(), 3u);
@@ -422,18 +416,18 @@ TEST(LoadReport, HasEveryDocumentedKey) {
                     "profile");
         EXPECT_EQ(text(p.at("name")), name);
         EXPECT_EQ(text(p.at("imitates")), r.profile_specs[i]->imitates);
-        EXPECT_EQ(number(p.at("clients")), r.profiles[i].clients);
-        EXPECT_EQ(number(p.at("requests")), r.profiles[i].requests);
+        EXPECT_EQ(p.at("clients").to_number<double>(), r.profiles[i].clients);
+        EXPECT_EQ(p.at("requests").to_number<double>(), r.profiles[i].requests);
         expect_keys(p.at("errors").as_object(), {"timeout", "closed", "rejected", "verification", "connect"},
                     "profile errors");
         expect_keys(p.at("rtt_ms").as_object(), {"p50", "p90", "p99", "p999", "max", "mean"}, "profile rtt_ms");
         const json::object& verdicts = p.at("verdicts").as_object();
         expect_keys(verdicts, {"drops", "penalties", "reasons"}, "verdicts");
-        EXPECT_EQ(number(verdicts.at("drops")), r.profiles[i].drops);
-        EXPECT_EQ(number(verdicts.at("penalties")), r.profiles[i].penalties);
+        EXPECT_EQ(verdicts.at("drops").to_number<double>(), r.profiles[i].drops);
+        EXPECT_EQ(verdicts.at("penalties").to_number<double>(), r.profiles[i].penalties);
         EXPECT_EQ(verdicts.at("reasons").as_object().size(), r.profiles[i].verdict_reasons.size());
         for (const auto& [reason, n] : r.profiles[i].verdict_reasons) {
-            EXPECT_EQ(number(verdicts.at("reasons").at(reason)), n) << reason;
+            EXPECT_EQ(verdicts.at("reasons").at(reason).to_number<double>(), n) << reason;
         }
         // The histogram: ascending bounds of the ladder, counts adding up to the replies recorded.
         double sum = 0;
@@ -441,29 +435,29 @@ TEST(LoadReport, HasEveryDocumentedKey) {
         for (const json::value& b : p.at("histogram").as_array()) {
             const json::object& bucket = b.as_object();
             expect_keys(bucket, {"le_ms", "count"}, "histogram bucket");
-            const double le = number(bucket.at("le_ms"));
+            const double le = bucket.at("le_ms").to_number<double>();
             EXPECT_GT(le, previous);
             previous = le;
             EXPECT_NE(std::find(bounds.begin(), bounds.end(), le), bounds.end()) << le;
-            EXPECT_GT(number(bucket.at("count")), 0);
-            sum += number(bucket.at("count"));
+            EXPECT_GT(bucket.at("count").to_number<double>(), 0);
+            sum += bucket.at("count").to_number<double>();
         }
         EXPECT_EQ(sum, static_cast<double>(r.profiles[i].rtt.count()));
         EXPECT_EQ(sum, static_cast<double>(r.profiles[i].replies));
     }
-    EXPECT_EQ(number(profiles[1].at("verdicts").at("reasons").at("drop: 5 timeouts")), 1);
+    EXPECT_EQ(profiles[1].at("verdicts").at("reasons").at("drop: 5 timeouts").to_number<double>(), 1);
     // besu's 500 replies of 150 ms: one bucket, le 200 ms.
     ASSERT_EQ(profiles[1].at("histogram").as_array().size(), 1u);
-    EXPECT_EQ(number(profiles[1].at("histogram").as_array()[0].at("le_ms")), 200);
-    EXPECT_EQ(number(profiles[1].at("histogram").as_array()[0].at("count")), 500);
+    EXPECT_EQ(profiles[1].at("histogram").as_array()[0].at("le_ms").to_number<double>(), 200);
+    EXPECT_EQ(profiles[1].at("histogram").as_array()[0].at("count").to_number<double>(), 500);
 
     const json::array& timeline = o.at("timeline").as_array();
     ASSERT_EQ(timeline.size(), 3u);
     expect_keys(timeline[0].as_object(),
                 {"t", "clients", "requests", "replies", "headers", "bytes", "errors", "p50_ms", "p99_ms"}, "timeline");
-    EXPECT_EQ(number(timeline[1].at("t")), 2);
-    EXPECT_EQ(number(timeline[1].at("headers")), 70'100);
-    EXPECT_DOUBLE_EQ(number(timeline[1].at("p99_ms")), 199.9);
+    EXPECT_EQ(timeline[1].at("t").to_number<double>(), 2);
+    EXPECT_EQ(timeline[1].at("headers").to_number<double>(), 70'100);
+    EXPECT_DOUBLE_EQ(timeline[1].at("p99_ms").to_number<double>(), 199.9);
     // No replies in a second: no latency (null, not 0).
     EXPECT_TRUE(timeline[2].at("p50_ms").is_null()) << timeline[2];
     EXPECT_TRUE(timeline[2].at("p99_ms").is_null()) << timeline[2];
@@ -471,14 +465,14 @@ TEST(LoadReport, HasEveryDocumentedKey) {
     const json::array& failures = o.at("failures").as_array();
     ASSERT_EQ(failures.size(), 2u);
     expect_keys(failures[0].as_object(), {"client", "profile", "request", "reason"}, "failure");
-    EXPECT_EQ(number(failures[0].at("client")), 3);
+    EXPECT_EQ(failures[0].at("client").to_number<double>(), 3);
     EXPECT_EQ(text(failures[0].at("profile")), "besu");
     EXPECT_EQ(text(failures[0].at("reason")), "header 2 is block 98, expected block 99");
     const json::object& request = failures[0].at("request").as_object();
     expect_keys(request, {"origin", "amount", "skip", "reverse"}, "failure request");
-    EXPECT_EQ(number(request.at("origin")), 100);
-    EXPECT_EQ(number(request.at("amount")), 192);
-    EXPECT_EQ(number(request.at("skip")), 0);
+    EXPECT_EQ(request.at("origin").to_number<double>(), 100);
+    EXPECT_EQ(request.at("amount").to_number<double>(), 192);
+    EXPECT_EQ(request.at("skip").to_number<double>(), 0);
     EXPECT_EQ(request.at("reverse").as_bool(), true);
     EXPECT_EQ(text(failures[1].at("request").at("origin")), "0x" + std::string(64, 'a'));
     EXPECT_EQ(text(failures[1].at("profile")), "erigon");
@@ -501,8 +495,8 @@ TEST(LoadReport, OpenLoopModeAndAbsentContext) {
     const json::object o = build_report(r, ctx, {});
     const json::object& mode = o.at("mode").as_object();
     EXPECT_EQ(text(mode.at("loop")), "open");
-    EXPECT_DOUBLE_EQ(number(mode.at("target_rate")), 320.2);
-    EXPECT_NEAR(number(mode.at("shortfall")), 0.5, 1e-9);  // 160.1 of 320.2 per second
+    EXPECT_DOUBLE_EQ(mode.at("target_rate").to_number<double>(), 320.2);
+    EXPECT_NEAR(mode.at("shortfall").to_number<double>(), 0.5, 1e-9);  // 160.1 of 320.2 per second
     EXPECT_TRUE(o.at("server").is_null());
     EXPECT_TRUE(o.at("reference").is_null());
     EXPECT_TRUE(o.at("server_metrics").is_null());
@@ -513,13 +507,13 @@ TEST(LoadReport, OpenLoopModeAndAbsentContext) {
 
     // Faster than the target: no shortfall.
     ctx.target_rate = 100;
-    EXPECT_DOUBLE_EQ(number(build_report(r, ctx, {}).at("mode").at("shortfall")), 0);
+    EXPECT_DOUBLE_EQ(build_report(r, ctx, {}).at("mode").at("shortfall").to_number<double>(), 0);
 
     // An empty run.
     const json::object empty = build_report(RunResult{}, ReportContext{}, {});
-    EXPECT_EQ(number(empty.at("mode").at("achieved_rate")), 0);
+    EXPECT_EQ(empty.at("mode").at("achieved_rate").to_number<double>(), 0);
     EXPECT_TRUE(empty.at("profiles").as_array().empty());
-    EXPECT_EQ(number(empty.at("totals").at("requests")), 0);
+    EXPECT_EQ(empty.at("totals").at("requests").to_number<double>(), 0);
     EXPECT_EQ(empty.at("verified").as_bool(), false);
 }
 
@@ -720,5 +714,5 @@ TEST(LoadMix, AProfileListedTwiceIsRefused) {
     EXPECT_NE(m.error().message.find("'besu' is listed twice"), std::string::npos) << m.error().message;
 }
 
-}  // namespace report_test
+}  // namespace
 }  // namespace headerd::load

@@ -161,6 +161,14 @@ struct Runner::Impl {
     static void learn_growth(Client& c, const ReplyFacts& facts, std::span<const ByteView> headers);
     // One request: sends, waits, verifies, judges, records. Returns false when the session ended.
     asio::awaitable<bool> one_request(Client& c, Planned p, std::optional<Clock::time_point> intended);
+    // Counts a request sent: in its profile's stats, the second's (the timeline) and the metrics.
+    void count_request(Client& c);
+    // Counts a reply, good or not, that took `rtt`: replies, headers, header bytes and the RTT, in
+    // the profile's stats, the second's and the metrics.
+    void record_reply(Client& c, std::span<const ByteView> headers, Clock::duration rtt);
+    // Counts a reply that failed verification, or a protocol breach the session saw in one, as a
+    // verification failure, and records the failure.
+    void record_invalid(Client& c, const Planned& p, const std::string& reason);
     void record_failure(Client& c, const Planned& p, const std::string& reason);
     void count_error(Client& c, const char* kind);
 };
@@ -202,6 +210,51 @@ void Runner::Impl::count_error(Client& c, const char* kind) {
             .errors->Add({{"profile", std::string(c.spec->name)}, {"kind", kind}})
             .Increment();
     }
+}
+
+void Runner::Impl::count_request(Client& c) {
+    {
+        std::lock_guard lock(c.shard->mu);
+        ++c.shard->profiles[c.profile].requests;
+        ++c.shard->interval.requests;
+    }
+    if (cfg.metrics != nullptr) cfg.metrics->profile(c.profile).requests->Increment();
+}
+
+void Runner::Impl::record_reply(Client& c, std::span<const ByteView> headers, Clock::duration rtt) {
+    uint64_t bytes = 0;
+    for (ByteView h : headers) bytes += h.size();
+    const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(rtt);
+    {
+        std::lock_guard lock(c.shard->mu);
+        ProfileStats& s = c.shard->profiles[c.profile];
+        IntervalStats& second = c.shard->interval;
+        ++s.replies;
+        ++second.replies;
+        s.headers += headers.size();
+        second.headers += headers.size();
+        s.bytes += bytes;
+        second.bytes += bytes;
+        s.rtt.record(nanos);
+        second.rtt.record(nanos);
+    }
+    if (cfg.metrics != nullptr) {
+        ProfileMeters& meters = cfg.metrics->profile(c.profile);
+        meters.rtt->Observe(std::chrono::duration<double>(rtt).count());
+        meters.headers->Increment(static_cast<double>(headers.size()));
+    }
+}
+
+void Runner::Impl::record_invalid(Client& c, const Planned& p, const std::string& reason) {
+    {
+        std::lock_guard lock(c.shard->mu);
+        ProfileStats& s = c.shard->profiles[c.profile];
+        ++s.verification_failures;
+        ++s.errors["verification"];
+        ++c.shard->interval.errors;
+    }
+    if (cfg.metrics != nullptr) cfg.metrics->profile(c.profile).verification_failures->Increment();
+    record_failure(c, p, reason);
 }
 
 void Runner::Impl::record_failure(Client& c, const Planned& p, const std::string& reason) {
@@ -283,29 +336,9 @@ asio::awaitable<bool> Runner::Impl::learn_head(Client& c) {
     p.request.amount = 1;
     p.step = "head number";
     p.origin_on_chain = true;
-    {
-        std::lock_guard lock(c.shard->mu);
-        ++c.shard->profiles[c.profile].requests;
-        ++c.shard->interval.requests;
-    }
-    ProfileMeters* meters = cfg.metrics != nullptr ? &cfg.metrics->profile(c.profile) : nullptr;
-    if (meters != nullptr) meters->requests->Increment();
+    count_request(c);
     auto r = co_await c.session->request(p.request, cfg.timeout.value_or(c.spec->timeout));
-    if (r && meters != nullptr) {
-        meters->rtt->Observe(std::chrono::duration<double>(r->rtt).count());
-        meters->headers->Increment(static_cast<double>(r->headers.size()));
-    }
-    if (r) {
-        std::lock_guard lock(c.shard->mu);
-        ProfileStats& s = c.shard->profiles[c.profile];
-        ++s.replies;
-        s.headers += r->headers.size();
-        for (ByteView h : r->headers) s.bytes += h.size();
-        s.rtt.record(std::chrono::duration_cast<std::chrono::nanoseconds>(r->rtt));
-        ++c.shard->interval.replies;
-        c.shard->interval.headers += r->headers.size();
-        c.shard->interval.rtt.record(std::chrono::duration_cast<std::chrono::nanoseconds>(r->rtt));
-    }
+    if (r) record_reply(c, r->headers, r->rtt);
     if (!r || r->headers.size() != 1) {
         count_error(
             c, r ? "verification" : (r.error().kind == p2p::RequestFailure::Kind::kTimeout ? "timeout" : "closed"));
@@ -350,15 +383,8 @@ asio::awaitable<bool> Runner::Impl::one_request(Client& c, Planned p, std::optio
     } else if (c.spec->timeout_rule == TimeoutRule::kRethAdaptive) {
         ask_timeout = c.reth_timeout;
     }
-    {
-        std::lock_guard lock(c.shard->mu);
-        ++c.shard->profiles[c.profile].requests;
-        ++c.shard->interval.requests;
-    }
-    if (meters != nullptr) {
-        meters->requests->Increment();
-        cfg.metrics->in_flight().Increment();
-    }
+    count_request(c);
+    if (meters != nullptr) cfg.metrics->in_flight().Increment();
     in_flight.fetch_add(1);
     auto result = co_await c.session->request(p.request, ask_timeout);
     in_flight.fetch_sub(1);
@@ -396,38 +422,15 @@ asio::awaitable<bool> Runner::Impl::one_request(Client& c, Planned p, std::optio
                          c.session->link().version < 69};
         VerifyResult v = verify_reply(vr, result->headers, cfg.rules, cfg.reference, c.scratch);
         if (v.ok()) learn_growth(c, *v.facts, result->headers);
-        const auto rtt = intended ? now - *intended : result->rtt;
-        {
-            std::lock_guard lock(c.shard->mu);
-            ProfileStats& s = c.shard->profiles[c.profile];
-            ++s.replies;
-            s.headers += result->headers.size();
-            ++c.shard->interval.replies;
-            c.shard->interval.headers += result->headers.size();
-            for (ByteView h : result->headers) {
-                s.bytes += h.size();
-                c.shard->interval.bytes += h.size();
-            }
-            s.rtt.record(std::chrono::duration_cast<std::chrono::nanoseconds>(rtt));
-            c.shard->interval.rtt.record(std::chrono::duration_cast<std::chrono::nanoseconds>(rtt));
-            if (!v.ok()) {
-                ++s.verification_failures;
-                ++s.errors["verification"];
-                ++c.shard->interval.errors;
-            }
-        }
-        if (meters != nullptr) {
-            meters->rtt->Observe(std::chrono::duration<double>(rtt).count());
-            meters->headers->Increment(static_cast<double>(result->headers.size()));
-        }
+        // Open loop: the RTT counts from the slot the request was due in.
+        record_reply(c, result->headers, intended ? now - *intended : result->rtt);
         if (c.spec->timeout_rule == TimeoutRule::kRethAdaptive)
             c.reth_timeout = reth_next_timeout(c.reth_timeout, result->rtt);
         if (v.ok()) {
             facts = *v.facts;
         } else {
             outcome = RequestOutcome::kInvalid;
-            record_failure(c, p, v.failure);
-            if (meters != nullptr) meters->verification_failures->Increment();
+            record_invalid(c, p, v.failure);
         }
     } else if (result.error().kind == p2p::RequestFailure::Kind::kTimeout) {
         outcome = RequestOutcome::kTimeout;
@@ -448,14 +451,7 @@ asio::awaitable<bool> Runner::Impl::one_request(Client& c, Planned p, std::optio
         if (err && p2p::is_misbehaviour(err->kind())) {
             // The server broke the protocol with its reply (e.g. more headers than asked for).
             outcome = RequestOutcome::kInvalid;
-            {
-                std::lock_guard lock(c.shard->mu);
-                ++c.shard->profiles[c.profile].verification_failures;
-                ++c.shard->profiles[c.profile].errors["verification"];
-                ++c.shard->interval.errors;
-            }
-            if (meters != nullptr) meters->verification_failures->Increment();
-            record_failure(c, p, err->what());
+            record_invalid(c, p, err->what());
         } else {
             outcome = RequestOutcome::kClosed;
             count_error(c, "closed");

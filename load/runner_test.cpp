@@ -24,6 +24,7 @@
 #include "p2p/server.hpp"
 #include "p2p/worker.hpp"
 #include "tests/data_dir.hpp"
+#include "tests/reference_chain.hpp"
 
 namespace headerd::load {
 namespace {
@@ -159,6 +160,52 @@ TEST(LoadRunner, StopsAfterTheRequestsAskedForOrWhenStopped) {
     stopper.join();
     EXPECT_TRUE(r.interrupted);
     EXPECT_TRUE(verified(r));
+}
+
+// An eth/68 client learns the server's head number by asking for its Status head hash: that probe
+// is a request and a reply like any other, in the profile's stats, the second's and the metrics.
+TEST(LoadRunner, TheEth68HeadProbeIsCountedLikeEveryReply) {
+    Served served;
+    prometheus::Registry registry;
+    LoadMetrics meters(registry, {"nethermind"});
+    LoadConfig cfg = config_for(served, nullptr);
+    cfg.clients = 1;
+    cfg.mix = *parse_mix("nethermind");
+    cfg.eth = 68;
+    cfg.duration = {};
+    cfg.requests = 0;  // the run stops when the probe's client would send its first request
+    cfg.metrics = &meters;
+    RunResult r = Runner(cfg).run({});
+
+    ASSERT_TRUE(r.server);
+    EXPECT_EQ(r.server->eth_version, 68u);
+    EXPECT_EQ(r.server->head, 8191u);
+    ASSERT_EQ(r.profiles.size(), 1u);
+    const ProfileStats& s = r.profiles[0];
+    const uint64_t head_bytes = testing::reference_chain().headers.at(8191).size();
+    EXPECT_EQ(s.requests, 1u);
+    EXPECT_EQ(s.replies, 1u);
+    EXPECT_EQ(s.headers, 1u);
+    EXPECT_EQ(s.bytes, head_bytes);
+    EXPECT_EQ(s.rtt.count(), 1u);
+    EXPECT_TRUE(verified(r));
+    // Nothing was in flight at the end, so the timeline holds the probe too (in its last second
+    // unless connecting took a second or more).
+    TimelinePoint sum;
+    for (const TimelinePoint& p : r.timeline) {
+        sum.requests += p.requests;
+        sum.replies += p.replies;
+        sum.headers += p.headers;
+        sum.bytes += p.bytes;
+    }
+    EXPECT_EQ(sum.requests, 1u);
+    EXPECT_EQ(sum.replies, 1u);
+    EXPECT_EQ(sum.headers, 1u);
+    EXPECT_EQ(sum.bytes, head_bytes);
+    ASSERT_FALSE(r.timeline.empty());
+    EXPECT_GT(r.timeline.back().p50_ms, 0);
+    EXPECT_EQ(meters.profile(0).requests->Value(), 1);
+    EXPECT_EQ(meters.profile(0).headers->Value(), 1);
 }
 
 }  // namespace

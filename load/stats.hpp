@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "load/histogram.hpp"
+#include "metrics/histogram.hpp"
 
 namespace headerd::load {
 
@@ -30,7 +30,7 @@ struct ProfileStats {
     uint64_t drops{0};
     uint64_t penalties{0};
     std::map<std::string, uint64_t> verdict_reasons;
-    LatencyHistogram rtt;
+    metrics::LatencyHistogram rtt;
 
     void merge(const ProfileStats& o);
 };
@@ -41,7 +41,7 @@ struct IntervalStats {
     uint64_t headers{0};
     uint64_t bytes{0};
     uint64_t errors{0};
-    LatencyHistogram rtt;
+    metrics::LatencyHistogram rtt;
 
     void merge(const IntervalStats& o);
 };

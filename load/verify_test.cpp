@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,49 +17,23 @@
 #include "core/rlp.hpp"
 #include "load/reference_chain.hpp"
 #include "tests/data_dir.hpp"
+#include "tests/reference_chain.hpp"
 
 namespace headerd::load {
-namespace verify_test {
+namespace {
 
 namespace fs = std::filesystem;
 using eth::GetBlockHeadersRequest;
 using eth::HashOrNumber;
-
-constexpr uint64_t kHead = 8191;  // the last block of tests/data/mainnet-headers-0-8191.rlp
-
-Bytes read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-// Mainnet headers 0..8191 as the server sends them, with their hashes.
-struct Chain {
-    Bytes file;
-    std::vector<ByteView> headers;
-    std::vector<Hash32> hashes;
-
-    Chain() : file(read_file(headerd::testing::data_dir() + "/mainnet-headers-0-8191.rlp")) {
-        ByteView rest{file};
-        while (!rest.empty()) {
-            auto item = rlp::next_item(rest);
-            if (!item) break;
-            headers.push_back(*item);
-            hashes.push_back(header_hash(*item));
-        }
-    }
-};
-
-const Chain& chain() {
-    static const Chain c;
-    return c;
-}
+using testing::kReferenceHead;  // the server's head in these tests
+using testing::reference_chain;
 
 // Headers of another chain (the hive test chain, blocks 1..600): same numbers, other parents.
 struct OtherChain {
     Bytes file;
     std::vector<ByteView> headers;  // index i: block i + 1
 
-    OtherChain() : file(read_file(headerd::testing::data_dir() + "/hive-testchain-blocks-1-600.rlp")) {
+    OtherChain() : file(testing::read_file(headerd::testing::data_dir() + "/hive-testchain-blocks-1-600.rlp")) {
         ByteView rest{file};
         while (!rest.empty()) {
             auto block = rlp::decode_list(rest);
@@ -114,14 +86,14 @@ std::vector<ByteView> blocks(uint64_t origin, uint64_t count, uint64_t skip, boo
     std::vector<ByteView> out;
     for (uint64_t i = 0; i < count; ++i) {
         const uint64_t n = reverse ? origin - i * (skip + 1) : origin + i * (skip + 1);
-        out.push_back(chain().headers.at(n));
+        out.push_back(reference_chain().headers.at(n));
     }
     return out;
 }
 
 std::vector<ByteView> blocks(std::initializer_list<uint64_t> numbers) {
     std::vector<ByteView> out;
-    for (uint64_t n : numbers) out.push_back(chain().headers.at(n));
+    for (uint64_t n : numbers) out.push_back(reference_chain().headers.at(n));
     return out;
 }
 
@@ -133,8 +105,8 @@ size_t bytes_of(std::span<const ByteView> headers) {
 
 struct Check {
     const ReferenceChain* reference{nullptr};
-    uint64_t head_low{kHead};
-    uint64_t head_high{kHead};
+    uint64_t head_low{kReferenceHead};
+    uint64_t head_high{kReferenceHead};
     std::optional<uint64_t> origin_number;
     bool origin_on_chain{false};
     bool head_unannounced{false};
@@ -162,31 +134,32 @@ VerifyResult verify(const GetBlockHeadersRequest& r, std::span<const ByteView> r
 
 // A copy of header n with one byte of its mixHash flipped: still a valid header, another hash.
 Bytes tampered(uint64_t n) {
-    Bytes h(chain().headers.at(n).begin(), chain().headers.at(n).end());
+    Bytes h(reference_chain().headers.at(n).begin(), reference_chain().headers.at(n).end());
     // Pre-London layout: ... mixHash (0xa0 + 32 bytes), nonce (0x88 + 8 bytes) at the end.
     h[h.size() - 9 - 5] ^= 0x01;
     return h;
 }
 
 TEST(LoadVerifyData, ChainAndReferenceAreTheMainnetEpoch) {
-    ASSERT_EQ(chain().headers.size(), kHead + 1);
-    EXPECT_EQ(to_hex0x(chain().hashes[0]), "0xd4e56740f876aef8c010b86a40d5f56745a118d0906a34e69aec8c0db1cb8fa3");
+    ASSERT_EQ(reference_chain().headers.size(), kReferenceHead + 1);
+    EXPECT_EQ(to_hex0x(reference_chain().hashes[0]),
+              "0xd4e56740f876aef8c010b86a40d5f56745a118d0906a34e69aec8c0db1cb8fa3");
     ASSERT_EQ(other_chain().headers.size(), 600u);
     EXPECT_EQ(peek_header(other_chain().block(105))->number, 105u);
-    EXPECT_NE(header_hash(other_chain().block(105)), chain().hashes[105]);
+    EXPECT_NE(header_hash(other_chain().block(105)), reference_chain().hashes[105]);
 
     const ReferenceChain* ref = reference();
     ASSERT_NE(ref, nullptr);
-    EXPECT_EQ(ref->head(), kHead);
-    EXPECT_EQ(ref->genesis_hash(), chain().hashes[0]);
-    auto n = ref->number_of(chain().hashes[5000]);
+    EXPECT_EQ(ref->head(), kReferenceHead);
+    EXPECT_EQ(ref->genesis_hash(), reference_chain().hashes[0]);
+    auto n = ref->number_of(reference_chain().hashes[5000]);
     ASSERT_TRUE(n);
     EXPECT_EQ(*n, std::optional<uint64_t>(5000));
     ItemBuffer out;
     ASSERT_TRUE(ref->range(8100, 200, out));
     ASSERT_EQ(out.size(), 92u);  // fewer past the head
     for (size_t i = 0; i < out.size(); ++i) {
-        const ByteView want = chain().headers[8100 + i];
+        const ByteView want = reference_chain().headers[8100 + i];
         ASSERT_TRUE(std::equal(want.begin(), want.end(), out.item(i).begin(), out.item(i).end())) << i;
     }
 
@@ -194,8 +167,8 @@ TEST(LoadVerifyData, ChainAndReferenceAreTheMainnetEpoch) {
     auto decoded = decode_block_header(t);
     ASSERT_TRUE(decoded) << "the tampered header must stay valid RLP";
     EXPECT_EQ(decoded->number, 42u);
-    EXPECT_NE(decoded->mix_hash, decode_block_header(chain().headers[42])->mix_hash);
-    EXPECT_NE(header_hash(t), chain().hashes[42]);
+    EXPECT_NE(decoded->mix_hash, decode_block_header(reference_chain().headers[42])->mix_hash);
+    EXPECT_NE(header_hash(t), reference_chain().hashes[42]);
 }
 
 TEST(LoadVerifyData, ReferenceChainOpenRefusesWhatIsNotAChain) {
@@ -219,7 +192,7 @@ struct GoodCase {
 };
 
 std::vector<GoodCase> good_cases() {
-    const auto& h = chain().hashes;
+    const auto& h = reference_chain().hashes;
     return {
         {"forward, skip 0", by_number(100, 192, 0, false), 100, 192},
         {"reverse, skip 0", by_number(8000, 192, 0, true), 8000, 192},
@@ -256,9 +229,9 @@ TEST(LoadVerify, GoodRepliesPassWithAndWithoutReference) {
             EXPECT_EQ(f.first_number, c.origin);
             const uint64_t last = peek_header(reply.back())->number;
             EXPECT_EQ(f.last_number, last);
-            EXPECT_EQ(f.last_parent_hash, last == 0 ? Hash32{} : chain().hashes[last - 1]);
+            EXPECT_EQ(f.last_parent_hash, last == 0 ? Hash32{} : reference_chain().hashes[last - 1]);
             if (r.origin.is_hash) {
-                EXPECT_EQ(f.first_hash, chain().hashes[c.origin]);
+                EXPECT_EQ(f.first_hash, reference_chain().hashes[c.origin]);
             }
         }
     }
@@ -268,16 +241,16 @@ TEST(LoadVerify, LinkCheckedRepliesReportFirstAndLastHash) {
     const auto forward = blocks(300, 192, 0, false);
     VerifyResult v = verify(by_number(300, 192, 0, false), forward);
     ASSERT_TRUE(v.ok()) << v.failure;
-    EXPECT_EQ(v.facts->first_hash, chain().hashes[300]);
-    EXPECT_EQ(v.facts->last_hash, chain().hashes[491]);
-    EXPECT_EQ(v.facts->last_parent_hash, chain().hashes[490]);
+    EXPECT_EQ(v.facts->first_hash, reference_chain().hashes[300]);
+    EXPECT_EQ(v.facts->last_hash, reference_chain().hashes[491]);
+    EXPECT_EQ(v.facts->last_parent_hash, reference_chain().hashes[490]);
 
     const auto reverse = blocks(491, 192, 0, true);
     v = verify(by_number(491, 192, 0, true), reverse);
     ASSERT_TRUE(v.ok()) << v.failure;
-    EXPECT_EQ(v.facts->first_hash, chain().hashes[491]);
-    EXPECT_EQ(v.facts->last_hash, chain().hashes[300]);
-    EXPECT_EQ(v.facts->last_parent_hash, chain().hashes[299]);
+    EXPECT_EQ(v.facts->first_hash, reference_chain().hashes[491]);
+    EXPECT_EQ(v.facts->last_hash, reference_chain().hashes[300]);
+    EXPECT_EQ(v.facts->last_parent_hash, reference_chain().hashes[299]);
 }
 
 TEST(LoadVerify, EmptyRepliesPassWhereTheRulesAskForNone) {
@@ -289,10 +262,10 @@ TEST(LoadVerify, EmptyRepliesPassWhereTheRulesAskForNone) {
         ASSERT_TRUE(v.ok()) << v.failure;
         EXPECT_EQ(v.facts->count, 0u);
         // Origin past the head, both directions.
-        v = verify(by_number(kHead + 1, 192, 0, false), none, ref);
+        v = verify(by_number(kReferenceHead + 1, 192, 0, false), none, ref);
         ASSERT_TRUE(v.ok()) << v.failure;
         EXPECT_EQ(v.facts->expected, 0u);
-        EXPECT_TRUE(verify(by_number(kHead + 1000, 192, 0, true), none, ref).ok());
+        EXPECT_TRUE(verify(by_number(kReferenceHead + 1000, 192, 0, true), none, ref).ok());
         EXPECT_TRUE(verify(by_number(UINT64_MAX, 192, 0, true), none, ref).ok());
         // A hash nobody knows.
         Hash32 unknown{};
@@ -305,14 +278,14 @@ TEST(LoadVerify, EmptyRepliesPassWhereTheRulesAskForNone) {
     c.reference = reference();
     c.head_low = 5000;
     c.head_high = 5000;
-    EXPECT_TRUE(verify(by_hash(chain().hashes[6000], 192, 0, true), {}, c).ok());
+    EXPECT_TRUE(verify(by_hash(reference_chain().hashes[6000], 192, 0, true), {}, c).ok());
     // The client knows the block, but not yet on the server's chain when it asked.
     Check k;
     k.head_low = 5000;
     k.head_high = 5100;
     k.origin_number = 5050;
     k.origin_on_chain = true;
-    EXPECT_TRUE(verify(by_hash(chain().hashes[5050], 1, 0, false), {}, k).ok());
+    EXPECT_TRUE(verify(by_hash(reference_chain().hashes[5050], 1, 0, false), {}, k).ok());
 }
 
 // ---- bad replies --------------------------------------------------------------------------------
@@ -337,7 +310,7 @@ TEST(LoadVerify, ExtraHeaderIsTooMany) {
     expect_failure(by_number(0, 2000, 0, false), blocks(0, 1025, 0, false), "1025 headers, at most 1024 allowed");
     expect_failure(by_number(4095, 10, UINT64_MAX, false), blocks({4095, 4096}), "2 headers, at most 1 allowed");
     auto to_genesis = blocks(100, 101, 0, true);
-    to_genesis.push_back(chain().headers[0]);
+    to_genesis.push_back(reference_chain().headers[0]);
     expect_failure(by_number(100, 192, 0, true), to_genesis, "102 headers, at most 101 allowed");
 }
 
@@ -347,7 +320,7 @@ TEST(LoadVerify, ShortReplyFailsUnlessAtTheByteLimit) {
     expect_failure(by_number(100, 192, 0, false), blocks(100, 191, 0, false), "not at the 2097152 byte limit");
     expect_failure(by_number(8100, 192, 0, false), blocks(8100, 91, 0, false), "short reply: 91 of 92 headers");
     expect_failure(by_number(100, 192, 0, true), blocks(100, 100, 0, true), "short reply: 100 of 101 headers");
-    expect_failure(by_hash(chain().hashes[5000], 192, 0, true), blocks(5000, 1, 0, true),
+    expect_failure(by_hash(reference_chain().hashes[5000], 192, 0, true), blocks(5000, 1, 0, true),
                    "short reply: 1 of 192 headers");
     expect_failure(by_number(0, 2000, 0, false), blocks(0, 1000, 0, false), "short reply: 1000 of 1024 headers");
 
@@ -439,13 +412,13 @@ TEST(LoadVerify, BrokenParentLinkOrReferenceMismatch) {
 }
 
 TEST(LoadVerify, HashOriginMustBeTheFirstHeader) {
-    const Hash32& h5000 = chain().hashes[5000];
-    expect_failure(
-        by_hash(h5000, 192, 0, true), blocks(5001, 192, 0, true),
-        "first header has hash " + to_hex0x(chain().hashes[5001]) + ", not the requested origin " + to_hex0x(h5000));
+    const Hash32& h5000 = reference_chain().hashes[5000];
+    expect_failure(by_hash(h5000, 192, 0, true), blocks(5001, 192, 0, true),
+                   "first header has hash " + to_hex0x(reference_chain().hashes[5001]) + ", not the requested origin " +
+                       to_hex0x(h5000));
     // Another chain's header of the same number.
     const std::vector<ByteView> other{other_chain().block(105)};
-    expect_failure(by_hash(chain().hashes[105], 1, 0, false), other, "not the requested origin");
+    expect_failure(by_hash(reference_chain().hashes[105], 1, 0, false), other, "not the requested origin");
     // The hash is block 5000, the client had learned it as 4999.
     Check c;
     c.origin_number = 4999;
@@ -456,7 +429,7 @@ TEST(LoadVerify, HashOriginMustBeTheFirstHeader) {
 
 TEST(LoadVerify, NonEmptyReplyToAmountZero) {
     expect_failure(by_number(100, 0, 0, false), blocks({100}), "1 headers for amount 0 (must be empty)");
-    expect_failure(by_hash(chain().hashes[100], 0, 0, true), blocks(100, 3, 0, true),
+    expect_failure(by_hash(reference_chain().hashes[100], 0, 0, true), blocks(100, 3, 0, true),
                    "3 headers for amount 0 (must be empty)");
 }
 
@@ -470,7 +443,7 @@ TEST(LoadVerify, ReplyPastTheHead) {
     // The origin itself past the head: by number and by hash.
     c.head_low = c.head_high = 5000;
     expect_failure(by_number(6000, 1, 0, false), blocks({6000}), "1 headers, at most 0 allowed (origin 6000", c);
-    expect_failure(by_hash(chain().hashes[6000], 192, 0, true), blocks(6000, 192, 0, true),
+    expect_failure(by_hash(reference_chain().hashes[6000], 192, 0, true), blocks(6000, 192, 0, true),
                    "192 headers, at most 0 allowed (origin 6000, server head 5000)", c);
     // Skip past the head.
     expect_failure(by_number(4000, 10, 499, false), blocks(4000, 4, 499, false), "4 headers, at most 3 allowed", c);
@@ -484,7 +457,7 @@ TEST(LoadVerify, HeaderPastTheReferenceHead) {
     {
         std::ofstream out(path, std::ios::binary);
         for (uint64_t n = 0; n <= 1023; ++n) {
-            const ByteView h = chain().headers[n];
+            const ByteView h = reference_chain().headers[n];
             out.write(reinterpret_cast<const char*>(h.data()), static_cast<std::streamsize>(h.size()));
         }
     }
@@ -502,7 +475,7 @@ TEST(LoadVerify, HeaderPastTheReferenceHead) {
 }
 
 TEST(LoadVerify, EmptyReplyToAHashOnTheServersChain) {
-    const Hash32& h = chain().hashes[5000];
+    const Hash32& h = reference_chain().hashes[5000];
     const std::string reason = "empty reply for hash origin " + to_hex0x(h) + " (block 5000) on the server's chain";
     // The reference knows it.
     EXPECT_EQ(verify(by_hash(h, 192, 0, true), {}, reference()).failure, reason);
@@ -565,7 +538,7 @@ TEST(LoadVerify, UnannouncedHeadAcceptsGrowthThatMatchesTheChain) {
         EXPECT_EQ(v.facts->last_number, 8181u);
         EXPECT_TRUE(verify(by_number(7990, 11, 0, false), blocks(7990, 11, 0, false), c).ok());
         EXPECT_TRUE(verify(by_number(8100, 1, 0, false), blocks({8100}), c).ok());
-        EXPECT_TRUE(verify(by_hash(chain().hashes[8100], 2, 63, true), blocks({8100, 8036}), c).ok());
+        EXPECT_TRUE(verify(by_hash(reference_chain().hashes[8100], 2, 63, true), blocks({8100, 8036}), c).ok());
         // Still never more than asked for or past the cap, never short below the known head, and
         // always in order.
         expect_failure(by_number(7990, 10, 0, false), blocks(7990, 11, 0, false),
@@ -594,45 +567,45 @@ TEST(LoadVerify, UnannouncedHeadAcceptsGrowthThatMatchesTheChain) {
 
 TEST(LoadVerify, ExpectedCountEdgeCases) {
     // Skip 2^64-1: only the origin, in both directions.
-    EXPECT_EQ(expected_count(4095, 10, UINT64_MAX, false, kHead, 1024), 1u);
-    EXPECT_EQ(expected_count(4095, 10, UINT64_MAX, true, kHead, 1024), 1u);
-    EXPECT_EQ(expected_count(0, 10, UINT64_MAX, true, kHead, 1024), 1u);
-    EXPECT_EQ(expected_count(kHead, 10, UINT64_MAX - 1, false, kHead, 1024), 1u);
-    EXPECT_EQ(expected_count(kHead, 10, UINT64_MAX - 1, true, kHead, 1024), 1u);
+    EXPECT_EQ(expected_count(4095, 10, UINT64_MAX, false, kReferenceHead, 1024), 1u);
+    EXPECT_EQ(expected_count(4095, 10, UINT64_MAX, true, kReferenceHead, 1024), 1u);
+    EXPECT_EQ(expected_count(0, 10, UINT64_MAX, true, kReferenceHead, 1024), 1u);
+    EXPECT_EQ(expected_count(kReferenceHead, 10, UINT64_MAX - 1, false, kReferenceHead, 1024), 1u);
+    EXPECT_EQ(expected_count(kReferenceHead, 10, UINT64_MAX - 1, true, kReferenceHead, 1024), 1u);
     // Origin past the head: none, whatever else.
-    EXPECT_EQ(expected_count(kHead + 1, 192, 0, false, kHead, 1024), 0u);
-    EXPECT_EQ(expected_count(kHead + 1, 192, 0, true, kHead, 1024), 0u);
-    EXPECT_EQ(expected_count(UINT64_MAX, 192, UINT64_MAX, true, kHead, 1024), 0u);
+    EXPECT_EQ(expected_count(kReferenceHead + 1, 192, 0, false, kReferenceHead, 1024), 0u);
+    EXPECT_EQ(expected_count(kReferenceHead + 1, 192, 0, true, kReferenceHead, 1024), 0u);
+    EXPECT_EQ(expected_count(UINT64_MAX, 192, UINT64_MAX, true, kReferenceHead, 1024), 0u);
     // Amount 0.
-    EXPECT_EQ(expected_count(100, 0, 0, false, kHead, 1024), 0u);
-    EXPECT_EQ(expected_count(100, 0, 0, true, kHead, 1024), 0u);
+    EXPECT_EQ(expected_count(100, 0, 0, false, kReferenceHead, 1024), 0u);
+    EXPECT_EQ(expected_count(100, 0, 0, true, kReferenceHead, 1024), 0u);
     // The serve cap.
-    EXPECT_EQ(expected_count(0, 2000, 0, false, kHead, 1024), 1024u);
-    EXPECT_EQ(expected_count(kHead, 2000, 0, true, kHead, 1024), 1024u);
-    EXPECT_EQ(expected_count(0, 1024, 0, false, kHead, 1024), 1024u);
-    EXPECT_EQ(expected_count(0, 1025, 0, false, kHead, 1024), 1024u);
-    EXPECT_EQ(expected_count(0, UINT64_MAX, 0, false, kHead, 1024), 1024u);
-    EXPECT_EQ(expected_count(0, 2000, 0, false, kHead, 512), 512u);
+    EXPECT_EQ(expected_count(0, 2000, 0, false, kReferenceHead, 1024), 1024u);
+    EXPECT_EQ(expected_count(kReferenceHead, 2000, 0, true, kReferenceHead, 1024), 1024u);
+    EXPECT_EQ(expected_count(0, 1024, 0, false, kReferenceHead, 1024), 1024u);
+    EXPECT_EQ(expected_count(0, 1025, 0, false, kReferenceHead, 1024), 1024u);
+    EXPECT_EQ(expected_count(0, UINT64_MAX, 0, false, kReferenceHead, 1024), 1024u);
+    EXPECT_EQ(expected_count(0, 2000, 0, false, kReferenceHead, 512), 512u);
     // Reverse to genesis: the origin and every (skip+1)-th block down to 0.
-    EXPECT_EQ(expected_count(100, 192, 0, true, kHead, 1024), 101u);
-    EXPECT_EQ(expected_count(100, 101, 0, true, kHead, 1024), 101u);
-    EXPECT_EQ(expected_count(100, 100, 0, true, kHead, 1024), 100u);
-    EXPECT_EQ(expected_count(100, 192, 9, true, kHead, 1024), 11u);  // 100, 90, ..., 0
-    EXPECT_EQ(expected_count(99, 192, 9, true, kHead, 1024), 10u);   // 99, 89, ..., 9
-    EXPECT_EQ(expected_count(0, 192, 0, true, kHead, 1024), 1u);
+    EXPECT_EQ(expected_count(100, 192, 0, true, kReferenceHead, 1024), 101u);
+    EXPECT_EQ(expected_count(100, 101, 0, true, kReferenceHead, 1024), 101u);
+    EXPECT_EQ(expected_count(100, 100, 0, true, kReferenceHead, 1024), 100u);
+    EXPECT_EQ(expected_count(100, 192, 9, true, kReferenceHead, 1024), 11u);  // 100, 90, ..., 0
+    EXPECT_EQ(expected_count(99, 192, 9, true, kReferenceHead, 1024), 10u);   // 99, 89, ..., 9
+    EXPECT_EQ(expected_count(0, 192, 0, true, kReferenceHead, 1024), 1u);
     // Forward to the head.
-    EXPECT_EQ(expected_count(8100, 192, 0, false, kHead, 1024), 92u);
-    EXPECT_EQ(expected_count(0, 128, 191, false, kHead, 1024), 43u);  // 0, 192, ..., 8064
-    EXPECT_EQ(expected_count(kHead, 192, 0, false, kHead, 1024), 1u);
+    EXPECT_EQ(expected_count(8100, 192, 0, false, kReferenceHead, 1024), 92u);
+    EXPECT_EQ(expected_count(0, 128, 191, false, kReferenceHead, 1024), 43u);  // 0, 192, ..., 8064
+    EXPECT_EQ(expected_count(kReferenceHead, 192, 0, false, kReferenceHead, 1024), 1u);
     EXPECT_EQ(expected_count(0, 192, 0, false, 0, 1024), 1u);
 }
 
 TEST(LoadVerify, DescribeNamesEveryField) {
     EXPECT_EQ(describe(by_number(8000, 192, 0, true)), "id 7, by number 8000, 192 headers, skip 0, reverse");
-    EXPECT_EQ(describe(by_hash(chain().hashes[0], 1, 63, false)),
+    EXPECT_EQ(describe(by_hash(reference_chain().hashes[0], 1, 63, false)),
               "id 7, by hash 0xd4e56740f876aef8c010b86a40d5f56745a118d0906a34e69aec8c0db1cb8fa3, 1 headers, skip 63, "
               "forward");
 }
 
-}  // namespace verify_test
+}  // namespace
 }  // namespace headerd::load

@@ -24,7 +24,7 @@
 
 #include "core/result.hpp"
 #include "db/chain_db.hpp"
-#include "load/histogram.hpp"
+#include "metrics/histogram.hpp"
 #include "p2p/client_session.hpp"
 #include "p2p/node_key.hpp"
 #include "p2p/peer.hpp"
@@ -68,7 +68,7 @@ struct PeerSummary {
     uint64_t headers{0};  // headers received in replies that were not faulty
     uint64_t timeouts{0};
     uint64_t empty{0};
-    load::LatencyHistogram rtt;  // of every answered request
+    metrics::LatencyHistogram rtt;  // of every answered request
     bool connected{false};
     bool dropped{false};  // disconnected by us for a fault, a stall or uselessness
     std::string fate;     // what became of it, one line

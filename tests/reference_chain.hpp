@@ -17,6 +17,9 @@ namespace headerd::testing {
 
 inline const std::string kDataDir = data_dir();
 
+// The number of the last header: the head of a datadir that holds them all.
+inline constexpr uint64_t kReferenceHead = 8191;
+
 inline Bytes read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace headerd::load {
+namespace headerd::metrics {
 
 class LatencyHistogram {
   public:
@@ -51,4 +51,4 @@ class LatencyHistogram {
     double sum_{0};
 };
 
-}  // namespace headerd::load
+}  // namespace headerd::metrics

@@ -1,4 +1,4 @@
-#include "load/histogram.hpp"
+#include "metrics/histogram.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-namespace headerd::load {
+namespace headerd::metrics {
 namespace {
 
 TEST(LatencyHistogram, BucketsCoverEveryValueWithBoundedError) {
@@ -74,4 +74,4 @@ TEST(LatencyHistogram, EmptyAndCountsAtBounds) {
 }
 
 }  // namespace
-}  // namespace headerd::load
+}  // namespace headerd::metrics

@@ -1,10 +1,10 @@
-#include "load/histogram.hpp"
+#include "metrics/histogram.hpp"
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 
-namespace headerd::load {
+namespace headerd::metrics {
 
 namespace {
 constexpr uint64_t kExact = uint64_t{1} << LatencyHistogram::kSubBits;       // 128
@@ -72,4 +72,4 @@ std::vector<uint64_t> LatencyHistogram::counts_at(const std::vector<uint64_t>& b
     return out;
 }
 
-}  // namespace headerd::load
+}  // namespace headerd::metrics
