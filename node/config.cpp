@@ -8,6 +8,7 @@
 #include <set>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -66,6 +67,52 @@ Outcome<std::optional<std::string>> option_value(const OptionSpec& option, const
         fmt::format("{}: key '{}' must be a string or an integer, not {}", source, key, type_name(node.type())));
 }
 
+// "a", "a and b", "a, b and c" (`last`: "and").
+std::string join_words(const std::vector<std::string>& items, std::string_view last = "and") {
+    std::string out;
+    for (size_t i = 0; i < items.size(); ++i) {
+        if (i > 0) out += i + 1 == items.size() ? fmt::format(" {} ", last) : ", ";
+        out += items[i];
+    }
+    return out;
+}
+
+// The keys that are a flag to some commands and take a value in others (`json`: inspect's flag, the
+// report file of load and report), each with the error a top-level use of it gets: there it would
+// mean one thing to one command and another to the next, so it must be set in a command's table.
+std::map<std::string, std::string, std::less<>> keys_of_two_kinds(
+    const std::map<std::string_view, const CommandSpec*>& commands) {
+    struct Uses {
+        std::vector<std::string> flag;                          // commands
+        std::map<std::string, std::vector<std::string>> value;  // value name -> commands
+        std::vector<std::string> tables;
+    };
+    std::map<std::string, Uses> uses;
+    for (const auto& [name, spec] : commands) {
+        for (const auto& o : spec->options) {
+            Uses& u = uses[config_key(o.name)];
+            if (o.value_name.empty()) {
+                u.flag.emplace_back(name);
+            } else {
+                u.value[o.value_name].emplace_back(name);
+            }
+            u.tables.push_back(fmt::format("[{}]", name));
+        }
+    }
+    std::map<std::string, std::string, std::less<>> out;
+    for (const auto& [key, u] : uses) {
+        if (u.flag.empty() || u.value.empty()) continue;
+        std::vector<std::string> values;
+        for (const auto& [value_name, names] : u.value) {
+            values.push_back(fmt::format("{} to {}", value_name, join_words(names)));
+        }
+        out.emplace(key, fmt::format("key '{}' is a flag (true or false) to {} but takes {}: set it in {}, "
+                                     "not at the top level",
+                                     key, join_words(u.flag), join_words(values), join_words(u.tables, "or")));
+    }
+    return out;
+}
+
 Outcome<std::string> read_file(const std::string& path) {
     const auto fail = [&path](int err) {
         return make_error(fmt::format("{}: cannot read config file: {}", path, std::generic_category().message(err)));
@@ -109,6 +156,8 @@ Outcome<OptionValues> parse_config(std::string_view text, const std::string& sou
         for (const auto& o : spec.options) known.insert(config_key(o.name));
     }
 
+    const auto two_kinds = keys_of_two_kinds(commands);
+
     std::map<std::string, std::optional<std::string>> top;  // by option name
     std::map<std::string, std::optional<std::string>> own;  // from the command's table: these win
     for (const auto& [k, node] : root) {
@@ -141,6 +190,10 @@ Outcome<OptionValues> parse_config(std::string_view text, const std::string& sou
                 }
             }
             return make_error(fmt::format("{}: unknown key '{}'", source, key));
+        }
+        // Checked whichever command runs, as typos are: the file means the same to every command.
+        if (auto it = two_kinds.find(key); it != two_kinds.end()) {
+            return make_error(fmt::format("{}: {}", source, it->second));
         }
         const OptionSpec* option = find_option(command, key);
         if (option == nullptr) continue;  // another command's option: not for this one

@@ -22,6 +22,9 @@
 // The whole file is checked against every command's options, so a typo is reported whichever
 // command reads it: a key in a command's table that the command lacks is an error, and so is a
 // top-level key that no command has; a top-level key that only other commands have is ignored.
+// A key that is a flag to some commands and takes a value in others (`json`: inspect's flag, the
+// FILE of load and report) has no one meaning at the top level: there it is an error, and each
+// command's table holds it with that command's meaning.
 // Every error names the file (parse errors also the line and column) and the key.
 
 #include <map>

@@ -166,6 +166,47 @@ TEST_F(ConfigTest, WrongValueTypesNameTheKey) {
     EXPECT_EQ(error("serve = 1\n"), path_ + ": key 'serve' must be a table ([serve]), not an integer");
 }
 
+// A stand-in for load, whose --json takes a file: with it, `json` is a flag to one command and a
+// value to another.
+const CommandSpec kLoad = with_common_options(
+    {"load", "test", "", {{"json", "FILE", "", "", false}, {"clients", "N", "", "16", false}}, false, ""});
+const std::vector<CommandSpec> kWithLoad{kServe, kGet, kInspect, kLoad};
+
+TEST_F(ConfigTest, AKeyThatIsAFlagToOneCommandAndAValueToAnotherIsRefusedAtTheTopLevel) {
+    const std::string expected = path_ +
+                                 ": key 'json' is a flag (true or false) to inspect but takes FILE to load: set it in "
+                                 "[inspect] or [load], not at the top level";
+    // Either meaning, whichever command runs: the file means one thing to all of them.
+    for (const char* text : {"json = true\n", "json = false\n", "json = \"r.json\"\n", "clients = 4\njson = 1\n"}) {
+        for (const CommandSpec* command : {&kInspect, &kLoad, &kServe}) {
+            auto r = load_config(write(text), *command, kWithLoad);
+            ASSERT_FALSE(r) << text << command->name;
+            EXPECT_EQ(r.error().message, expected) << text << command->name;
+        }
+    }
+    // Without a command that takes a value, the flag is an ordinary top-level key.
+    auto flag = load_config(write("json = true\n"), kInspect, kAll);
+    ASSERT_TRUE(flag) << flag.error().message;
+    EXPECT_EQ(*flag, (OptionValues{{"json", "true"}}));
+}
+
+TEST_F(ConfigTest, InACommandsTableTheKeyHasThatCommandsMeaning) {
+    const std::string text = "clients = 4\n[inspect]\njson = true\n[load]\njson = \"r.json\"\n";
+    auto inspect = load_config(write(text), kInspect, kWithLoad);
+    ASSERT_TRUE(inspect) << inspect.error().message;
+    EXPECT_EQ(*inspect, (OptionValues{{"json", "true"}}));
+    auto load = load_config(write(text), kLoad, kWithLoad);
+    ASSERT_TRUE(load) << load.error().message;
+    EXPECT_EQ(*load, (OptionValues{{"clients", "4"}, {"json", "r.json"}}));
+    // The other meaning in a table is a type error naming the table, the key and the expected type.
+    auto bad_flag = load_config(write("[inspect]\njson = \"r.json\"\n"), kLoad, kWithLoad);
+    ASSERT_FALSE(bad_flag);
+    EXPECT_EQ(bad_flag.error().message, path_ + ": key 'inspect.json' must be true or false, not a string");
+    auto bad_file = load_config(write("[load]\njson = true\n"), kInspect, kWithLoad);
+    ASSERT_FALSE(bad_file);
+    EXPECT_EQ(bad_file.error().message, path_ + ": key 'load.json' must be a string or an integer, not a boolean");
+}
+
 TEST_F(ConfigTest, ParseErrorsNameFileLineAndColumn) {
     // The description after the position is toml++'s.
     EXPECT_EQ(error("datadir = \"/x\"\n\n[serve]\nlisten = \n"),
@@ -245,6 +286,52 @@ reverse = true
     auto inspect = run("inspect", {"--config", path, "--datadir", "/from/flag"}, &code);
     ASSERT_TRUE(inspect);
     EXPECT_EQ(*inspect->get("datadir"), "/from/flag");
+}
+
+TEST_F(StartWithConfigTest, TopLevelJsonIsRefusedForEveryRealCommandAndTablesKeepTheirMeaning) {
+    const auto specs = command_specs();
+    const std::string expected =
+        ": key 'json' is a flag (true or false) to inspect but takes FILE to load and report: set it in [inspect], "
+        "[load] or [report], not at the top level";
+    for (const char* text : {"json = true\n", "json = \"r.json\"\n"}) {
+        const std::string path = write(text);
+        for (const CommandSpec& spec : specs) {
+            auto r = load_config(path, spec, specs);
+            ASSERT_FALSE(r) << text << spec.name;
+            EXPECT_EQ(r.error().message, path + expected) << text << spec.name;
+        }
+        int code = -1;
+        EXPECT_FALSE(run("inspect", {"--config", path, "--datadir", "/x"}, &code));
+        EXPECT_EQ(code, kExitUsage);
+        code = -1;
+        EXPECT_FALSE(run("report", {"--config", path, "--html", "-"}, &code));
+        EXPECT_EQ(code, kExitUsage);
+    }
+
+    const std::string tables = write(R"(
+[inspect]
+json = true
+datadir = "/from/file"
+[load]
+json = "load.json"
+[report]
+json = "report.json"
+html = "-"
+)",
+                                     "tables.toml");
+    int code = -1;
+    auto inspect = run("inspect", {"--config", tables}, &code);
+    ASSERT_TRUE(inspect);
+    EXPECT_TRUE(inspect->has("json"));
+    auto report = run("report", {"--config", tables}, &code);
+    ASSERT_TRUE(report);
+    EXPECT_EQ(*report->get("json"), "report.json");
+    auto load = run("load", {"--config", tables, "--peer", "enode://x@127.0.0.1:1"}, &code);
+    ASSERT_TRUE(load);
+    EXPECT_EQ(*load->get("json"), "load.json");
+    auto flag_wins = run("report", {"--config", tables, "--json", "flag.json"}, &code);
+    ASSERT_TRUE(flag_wins);
+    EXPECT_EQ(*flag_wins->get("json"), "flag.json");
 }
 
 TEST_F(StartWithConfigTest, ConfigErrorsAreUsageErrors) {

@@ -76,9 +76,10 @@ scale_keep=90000 # the generated chains
 
 step() { [[ " $steps " == *" $1 "* ]]; }
 
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHEADERD_WERROR=ON >/dev/null
-nice cmake --build "$build_dir" --parallel "$(nproc)" --target headerd
-headerd=$build_dir/node/headerd
+# bench_build, bench_generate, bench_import, bench_serve
+# shellcheck source=scripts/lib/bench_chain.sh
+source scripts/lib/bench_chain.sh
+bench_build "$build_dir" headerd
 
 have_node=1
 if ! command -v node >/dev/null 2>&1 || [ ! -d tests/interop/node_modules/@ethereumjs/devp2p ]; then
@@ -119,20 +120,9 @@ load1() { cut -d' ' -f1 /proc/loadavg; }
 
 # start_headerd DATADIR [serve options]: sets server_pid, enode, metrics_url.
 start_headerd() {
-    local datadir=$1 log
+    local datadir=$1
     shift
-    log=$tmp/serve.$RANDOM.err
-    rm -f "$datadir/enode"
-    "$headerd" serve --datadir "$datadir" --listen 127.0.0.1:0 --metrics 127.0.0.1:0 --workers "$workers" "$@" \
-        >/dev/null 2>"$log" &
-    server_pid=$!
-    for _ in $(seq 300); do
-        [ -s "$datadir/enode" ] && grep -q 'Metrics enabled' "$log" && break
-        sleep 0.1
-    done
-    [ -s "$datadir/enode" ] || { cat "$log" >&2; echo "bench_load.sh: headerd serve did not start" >&2; exit 1; }
-    enode=$(cat "$datadir/enode")
-    metrics_url=$(sed -n 's/.*Metrics enabled.*url=\(http[^ ]*\).*/\1/p' "$log" | head -n1)
+    bench_serve "$tmp/serve.$RANDOM.err" "$datadir" --workers "$workers" "$@"
 }
 
 # start_js: the ethereumjs server on the bundled epoch; sets server_pid, enode (no metrics).
@@ -195,8 +185,7 @@ if step 1 || step 2; then
     epoch=$tmp/epoch0
     echo
     echo "== datadir: $era1 imported, blocks [0, $((8192 - keep))) frozen"
-    "$headerd" import --datadir "$epoch" --verbosity 1 "$era1"
-    "$headerd" freeze --datadir "$epoch" --verbosity 1 --keep "$keep"
+    bench_import "$epoch" "$keep" "$era1"
     configs=()
     if step 1; then
         configs+=(A)
@@ -232,17 +221,7 @@ if step 3; then
     echo "== 3. scale: generated chains of $small_headers and $scale_headers headers (seed 1, --keep $scale_keep)"
     for n in "$small_headers" "$scale_headers"; do
         chain=$build_dir/bench-load-chain-$n
-        if [ ! -f "$chain/chaindata/CURRENT" ] || [ ! -f "$chain.made" ]; then
-            rm -rf "$chain" "$chain.made"
-            echo "generating $n headers into $chain (load $(load1))"
-            t0=$(date +%s.%N)
-            "$headerd" generate --datadir "$chain" --count "$n" --verbosity 1
-            t1=$(date +%s.%N)
-            "$headerd" freeze --datadir "$chain" --keep "$scale_keep" --verbosity 1
-            t2=$(date +%s.%N)
-            awk -v a="$t0" -v b="$t1" -v c="$t2" -v d="$(date -u '+%Y-%m-%d %H:%M UTC')" -v l="$(load1)" \
-                'BEGIN { printf "generate_s %.1f freeze_s %.1f made %s load_after %s\n", b - a, c - b, d, l }' >"$chain.made"
-        fi
+        bench_generate "$chain" "$n" "$scale_keep" "$chain.made"
         echo "$n headers: $(cat "$chain.made")"
         "$headerd" inspect --datadir "$chain" --json | tee "$results/inspect-$n.json"
         echo "du: $(du -sb "$chain" | cut -f1) bytes"
@@ -268,8 +247,7 @@ fi
 if step 4; then
     if [ -z "${epoch:-}" ]; then
         epoch=$tmp/epoch0
-        "$headerd" import --datadir "$epoch" --verbosity 1 "$era1"
-        "$headerd" freeze --datadir "$epoch" --verbosity 1 --keep "$keep"
+        bench_import "$epoch" "$keep" "$era1"
     fi
     echo
     echo "== 4. $conn_clients clients, --profile probes, ramp $conn_ramp s, held $conn_hold s, --handshakes $conn_handshakes (load $(load1))"

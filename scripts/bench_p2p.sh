@@ -53,9 +53,10 @@ targets=(headerd loopback_bench)
 if [ "$serve_benchmark" = 1 ]; then
     targets+=(serve_benchmark)
 fi
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHEADERD_WERROR=ON >/dev/null
-cmake --build "$build_dir" --parallel "$(nproc)" --target "${targets[@]}"
-headerd=$build_dir/node/headerd
+# bench_build, bench_generate
+# shellcheck source=scripts/lib/bench_chain.sh
+source scripts/lib/bench_chain.sh
+bench_build "$build_dir" "${targets[@]}"
 loopback=$build_dir/bench/loopback_bench
 
 # Both sides need a descriptor per peer: loopback_bench raises its own limit and serve raises its
@@ -74,17 +75,10 @@ echo "load:   $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)"
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
 echo "ulimit: -n $(ulimit -n), hard $(ulimit -Hn)"
 
-# The benchmark chain, as bench/bench_chain.hpp makes it (the benchmarks accept this one as theirs).
-if [ ! -f "$chain/chaindata/CURRENT" ]; then
-    echo "generating $HEADERD_BENCH_HEADERS headers into $chain (keep $keep in LevelDB)"
-    "$headerd" generate --datadir "$chain" --count "$HEADERD_BENCH_HEADERS" >/dev/null 2>&1
-    "$headerd" freeze --datadir "$chain" --keep "$keep" >/dev/null 2>&1
-fi
-if [ ! -f "$small/chaindata/CURRENT" ]; then
-    rm -rf "$small"
-    "$headerd" generate --datadir "$small" --count 20000 >/dev/null 2>&1
-    "$headerd" freeze --datadir "$small" --keep 5000 >/dev/null 2>&1
-fi
+# The benchmark chain, as bench/bench_chain.hpp makes it (the benchmarks accept this one as theirs),
+# and the small chain of step 3.
+bench_generate "$chain" "$HEADERD_BENCH_HEADERS" "$keep"
+bench_generate "$small" 20000 5000
 
 if [ "$serve_benchmark" = 1 ]; then
     echo

@@ -221,22 +221,19 @@ http_get() {
     printf '%s' "${reply#*$'\r\n\r\n'}"
 }
 
-# wait_for WHAT PID CONDITION...: polls CONDITION every 0.2 s for at most --timeout seconds; fails
-# with the tail of the child's log when the child exits first or time runs out.
+# poll_until, pid_alive
+# shellcheck source=scripts/lib/wait.sh
+source "$root/scripts/lib/wait.sh"
+# wait_for WHAT PID LOG CONDITION...: polls CONDITION every 0.2 s for at most --timeout seconds;
+# fails with the tail of the child's log when the child exits first or time runs out.
 wait_for() {
-    local what=$1 pid=$2 log=$3 deadline=$((SECONDS + timeout_s))
+    local what=$1 pid=$2 log=$3 rc=0
     shift 3
-    until "$@"; do
-        if ! kill -0 "$pid" 2>/dev/null; then
-            tail -n 20 "$log" >&2 || true
-            die "$what: the process exited (log: $log)"
-        fi
-        if [ "$SECONDS" -ge "$deadline" ]; then
-            tail -n 20 "$log" >&2 || true
-            die "$what: not ready within $timeout_s s (log: $log)"
-        fi
-        sleep 0.2
-    done
+    poll_until "$timeout_s" 0.2 pid_alive "$pid" -- "$@" || rc=$?
+    [ "$rc" != 0 ] || return 0
+    tail -n 20 "$log" >&2 || true
+    [ "$rc" != 2 ] || die "$what: the process exited (log: $log)"
+    die "$what: not ready within $timeout_s s (log: $log)"
 }
 
 # 1. The datadir: serve an existing one, or import the bundled epoch into a missing or empty one.

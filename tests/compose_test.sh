@@ -52,6 +52,9 @@ EOF
 }
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# poll_until
+# shellcheck source=scripts/lib/wait.sh
+source "$ROOT/scripts/lib/wait.sh"
 PROJECT=headerd-compose-test
 BASE_IMAGE=headerd-test/debian:bookworm
 HEADERD_IMAGE=headerd-test/headerd:local
@@ -231,14 +234,10 @@ if ! pick_docker; then
         "${SUDO[@]}" "$(sbin_tool dockerd)" --pidfile "$WORK/dockerd.pid" >"$WORK/dockerd.log" 2>&1 &
         dockerd_started=dockerd
     fi
-    deadline=$((SECONDS + 90))
-    until pick_docker; do
-        if [ "$SECONDS" -ge "$deadline" ]; then
-            [ ! -f "$WORK/dockerd.log" ] || tail -n 30 "$WORK/dockerd.log" >&2
-            die "the Docker daemon did not answer within 90 s"
-        fi
-        sleep 1
-    done
+    if ! poll_until 90 1 -- pick_docker; then
+        [ ! -f "$WORK/dockerd.log" ] || tail -n 30 "$WORK/dockerd.log" >&2
+        die "the Docker daemon did not answer within 90 s"
+    fi
     [ "$dockerd_started" != dockerd ] || dockerd_pid=$("${SUDO[@]}" cat "$WORK/dockerd.pid" 2>/dev/null || true)
 fi
 client_version=$("${DOCKER[@]}" version --format '{{.Client.Version}}' 2>/dev/null || echo '?')
@@ -437,19 +436,23 @@ state() { "${DOCKER[@]}" inspect -f "$2" "$1" 2>/dev/null || echo gone; }
 source "$(dirname "${BASH_SOURCE[0]}")/prom_http.sh"
 promql() { http_body "$prom_port" "/api/v1/query?query=$(urlencode "$1")"; }
 
+# all_running: every container of the project is running; else prints "container NAME is STATE".
+all_running() {
+    local c s
+    for c in $("${DOCKER[@]}" ps -aq --filter "label=com.docker.compose.project=$PROJECT"); do
+        s=$(state "$c" '{{.State.Status}}')
+        [ "$s" = running ] || { echo "container $(state "$c" '{{.Name}}') is $s"; return 1; }
+    done
+}
 # wait_until WHAT CONDITION...: polls every second for at most --timeout seconds; fails with the
 # diagnostics when time runs out or a container of the project has stopped.
 wait_until() {
-    local what=$1 deadline=$((SECONDS + timeout_s)) c s
+    local what=$1 rc=0
     shift
-    until "$@"; do
-        for c in $("${DOCKER[@]}" ps -aq --filter "label=com.docker.compose.project=$PROJECT"); do
-            s=$(state "$c" '{{.State.Status}}')
-            [ "$s" = running ] || fail "$what: container $(state "$c" '{{.Name}}') is $s"
-        done
-        [ "$SECONDS" -lt "$deadline" ] || fail "$what: not within $timeout_s s"
-        sleep 1
-    done
+    poll_until "$timeout_s" 1 all_running -- "$@" || rc=$?
+    [ "$rc" != 0 ] || return 0
+    [ "$rc" != 2 ] || fail "$what: $POLL_REASON"
+    fail "$what: not within $timeout_s s"
 }
 
 headerd_c=$(container headerd)

@@ -87,6 +87,11 @@ wait_head "$MF" 8191 10 f
 adopted=$(metric "$MF" headerd_sync_heads_adopted_total)
 [ "${adopted%.*}" -ge 2 ] 2>/dev/null || fail "headerd_sync_heads_adopted_total is $adopted, expected >= 2"
 echo "ok: both upstreams at 8191: followed (adoptions counted: $adopted)"
+# The follower's requests went through its sessions' trackers: the series of job headerd that the
+# dashboard's tracker panels draw (docs/operations.md, "The Grafana dashboard").
+rtt_count=$(http_body "$MF" /metrics | awk '$1 ~ /^headerd_p2p_request_rtt_seconds_count[{]/ { s += $2 } END { print s + 0 }')
+[ "${rtt_count%.*}" -gt 0 ] 2>/dev/null || fail "the follower's headerd_p2p_request_rtt_seconds_count is $rtt_count"
+echo "ok: the follower's tracker measured $rtt_count round trips (headerd_p2p_request_rtt_seconds)"
 
 wait_head "$MG" 8191 10 g
 sessions=$(grep -c "Following peer .*peer=127.0.0.1:$PF " "$WORK/g.log" || true)

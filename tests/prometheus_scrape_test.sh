@@ -11,7 +11,9 @@
 #             metrics and build info;
 #   Prometheus: up{job="headerd"} == 1, scrapes during the requests, the serve-time histogram's
 #             count and increase, histogram_quantile over its buckets, and every PromQL expression
-#             of the Grafana dashboard and of docs/operations.md accepted by /api/v1/query;
+#             of the Grafana dashboard and of docs/operations.md accepted by /api/v1/query; with
+#             the load generator scraped as well (monitor.sh --load), its client RTT per profile
+#             and a job="headerd_load" series in every expression of the dashboard's tracker panels;
 #   monitor.sh: its command mode, a clear error without prometheus, and no process left behind.
 # Fails (does not skip) when prometheus or promtool is missing: scripts/setup.sh installs them.
 source "$(dirname "$0")/lib.sh" "$@"
@@ -333,7 +335,9 @@ echo "ok: monitor.sh -- CMD runs the command with the stack up, keeps its exit s
 
 # The load generator scraped too (monitor.sh --load, as compose's client): Prometheus has
 # up{job="headerd_load"} == 1 and the client-side RTT quantiles per profile through
-# histogram_quantile over headerd load's buckets.
+# histogram_quantile over headerd load's buckets; and every expression of the dashboard's tracker
+# panels (request RTT, in flight, lost and stale, rejections) has a series of job headerd_load
+# (RTT quantiles with a number), beside those of job headerd.
 rc=0
 "$MONITOR" --headerd "$HEADERD" --datadir "$D" --listen 127.0.0.1:0 --metrics-port 0 --prometheus-port 0 \
     --load --load-clients 8 --load-metrics-port 0 --timeout 60 -- python3 -c '
@@ -342,16 +346,29 @@ url = os.environ["PROMETHEUS_URL"]
 def query(q):
     with urllib.request.urlopen(url + "/api/v1/query?query=" + urllib.parse.quote(q), timeout=10) as r:
         return json.load(r)["data"]["result"]
+def number(r):
+    return r["value"][1] not in ("NaN", "+Inf", "-Inf")
 q = "histogram_quantile(0.99, sum by (le, profile) (rate(headerd_load_request_seconds_bucket[1m])))"
+tracker_metrics = ("headerd_p2p_request_rtt_seconds", "headerd_p2p_tracked_requests", "headerd_p2p_requests_lost_total",
+                   "headerd_p2p_responses_stale_total", "headerd_p2p_tracker_rejected_total")
+panels = json.load(open(sys.argv[1]))["panels"]
+tracker = [t["expr"].replace("$__rate_interval", "1m").replace("${instance}", ".*").replace("$instance", ".*")
+           for p in panels for t in p.get("targets", []) if any(m in t["expr"] for m in tracker_metrics)]
+if len(tracker) < 6:
+    print("only %d tracker expressions in the dashboard" % len(tracker), file=sys.stderr)
+    sys.exit(6)
 for _ in range(90):
     up = query("up{job=\"headerd_load\"}")
-    got = [r for r in query(q) if r["value"][1] not in ("NaN", "+Inf")]
-    if up and up[0]["value"][1] == "1" and len(got) >= 3:
-        print(" ".join("%s=%.1fms" % (r["metric"]["profile"], float(r["value"][1]) * 1000) for r in got))
+    got = [r for r in query(q) if number(r)]
+    missing = [e for e in tracker if not any(r["metric"].get("job") == "headerd_load" and number(r) for r in query(e))]
+    if up and up[0]["value"][1] == "1" and len(got) >= 3 and not missing:
+        print(" ".join("%s=%.1fms" % (r["metric"]["profile"], float(r["value"][1]) * 1000) for r in got),
+              "; all %d tracker panel expressions have job headerd_load series" % len(tracker))
         sys.exit(0)
     time.sleep(1)
-print("no client RTT quantiles from Prometheus: up=%s quantiles=%s" % (up, got), file=sys.stderr)
-sys.exit(5)' >"$WORK/load-quantiles.out" 2>"$WORK/monitor3.err" || rc=$?
-[ "$rc" = 0 ] || { cat "$WORK/monitor3.err" >&2; fail "monitor.sh --load: the load generator's RTT did not reach Prometheus ($rc)"; }
+print("no client RTT quantiles or tracker panel series of the load generator in Prometheus: up=%s quantiles=%s "
+      "tracker expressions without job headerd_load: %s" % (up, got, missing), file=sys.stderr)
+sys.exit(5)' "$DASHBOARD" >"$WORK/load-quantiles.out" 2>"$WORK/monitor3.err" || rc=$?
+[ "$rc" = 0 ] || { cat "$WORK/monitor3.err" >&2; fail "monitor.sh --load: the load generator's RTT or the dashboard's tracker series of it did not reach Prometheus ($rc)"; }
 echo "ok: Prometheus scrapes headerd load: client p99 per profile through histogram_quantile: $(cat "$WORK/load-quantiles.out")"
 echo PASS
