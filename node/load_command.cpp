@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 #include <unistd.h>
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -305,9 +306,18 @@ int cmd_load(int argc, char** argv) {
     std::fputs(load::summary_table(result).c_str(), stdout);
     const bool ok = load::verified(result);
     std::printf("verified: %s", ok ? "true" : "false");
-    if (!ok)
+    if (!ok) {
+        std::string first = result.failures.empty() ? "no reply was received" : result.failures.front().reason;
+        if (result.failures.empty() && !result.connect_errors.empty()) {
+            // Nothing was answered because nothing connected: say why (e.g. another network's genesis).
+            const auto most = std::max_element(result.connect_errors.begin(), result.connect_errors.end(),
+                                               [](const auto& a, const auto& b) { return a.second < b.second; });
+            first += fmt::format(", {} of {} connections failed: {}", result.connect_failures, result.connect_attempts,
+                                 most->first);
+        }
         std::printf(" (%llu failures; first: %s)", static_cast<unsigned long long>(result.failures_seen),
-                    result.failures.empty() ? "no reply was received" : result.failures.front().reason.c_str());
+                    first.c_str());
+    }
     std::printf("\n");
     for (const auto& f : result.failures) {
         if (&f - &result.failures.front() >= 5) break;
