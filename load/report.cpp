@@ -236,10 +236,13 @@ json::object build_report(const RunResult& r, const ReportContext& ctx,
         o["server"] = nullptr;
     }
     o["reference"] = ctx.reference ? json::value(*ctx.reference) : json::value(nullptr);
+    json::object connect_errors;
+    for (const auto& [reason, n] : r.connect_errors) connect_errors[reason] = n;
     o["clients"] = json::object{{"requested", ctx.clients_requested},
                                 {"connected_max", r.clients_connected_max},
                                 {"connect_attempts", r.connect_attempts},
-                                {"connect_failures", r.connect_failures}};
+                                {"connect_failures", r.connect_failures},
+                                {"connect_errors", std::move(connect_errors)}};
     json::object totals = stats_json(t);
     totals["verdict_drops"] = t.drops;
     totals["verdict_penalties"] = t.penalties;
@@ -324,6 +327,7 @@ std::string summary_table(const RunResult& r) {
             if (n != 0) out += fmt::format("  {} errors: {} {}\n", r.profile_specs[i]->name, kind, n);
         }
     }
+    for (const auto& [reason, n] : r.connect_errors) out += fmt::format("  connect failed {} times: {}\n", n, reason);
     return out;
 }
 

@@ -70,6 +70,7 @@ RunResult clean_run() {
                   TimelinePoint{3, 7, 0, 0, 0, 0, 0, 0, 0}};  // a second without replies
     r.connect_attempts = 8;
     r.connect_failures = 1;
+    r.connect_errors = {{"connect: Connection refused", 1}};
     r.clients_connected_max = 7;
     return r;
 }
@@ -373,11 +374,15 @@ TEST(LoadReport, HasEveryDocumentedKey) {
     EXPECT_EQ(text(server.at("head").at("hash")), "0x" + std::string(64, '1'));
 
     const json::object& clients = o.at("clients").as_object();
-    expect_keys(clients, {"requested", "connected_max", "connect_attempts", "connect_failures"}, "clients");
+    expect_keys(clients, {"requested", "connected_max", "connect_attempts", "connect_failures", "connect_errors"},
+                "clients");
     EXPECT_EQ(clients.at("requested").to_number<double>(), 7);
     EXPECT_EQ(clients.at("connected_max").to_number<double>(), 7);
     EXPECT_EQ(clients.at("connect_attempts").to_number<double>(), 8);
     EXPECT_EQ(clients.at("connect_failures").to_number<double>(), 1);
+    const json::object& connect_errors = clients.at("connect_errors").as_object();
+    ASSERT_EQ(connect_errors.size(), 1u);
+    EXPECT_EQ(connect_errors.at("connect: Connection refused").to_number<double>(), 1);
 
     const json::object& totals = o.at("totals").as_object();
     expect_keys(totals,
@@ -559,6 +564,8 @@ TEST(LoadReport, SummaryTableListsEveryProfileAndATotal) {
     EXPECT_NE(table.find("besu would drop: 5 timeouts (1 times)"), std::string::npos) << table;
     EXPECT_NE(table.find("besu would penalty: timeout (4 times)"), std::string::npos) << table;
     EXPECT_NE(table.find("reth errors: timeout 3"), std::string::npos) << table;
+    // Why connections failed, each reason with its count.
+    EXPECT_NE(table.find("  connect failed 1 times: connect: Connection refused\n"), std::string::npos) << table;
 }
 
 // ---- parse_mix and assign_profiles --------------------------------------------------------------

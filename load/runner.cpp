@@ -148,6 +148,8 @@ struct Runner::Impl {
     Clock::time_point start;
     std::mutex server_mu;
     std::optional<ServerInfo> server;
+    std::mutex connect_errors_mu;
+    std::map<std::string, uint64_t> connect_errors;  // reason -> failures (kMaxConnectErrorReasons reasons)
     std::mutex sessions_mu;
     std::vector<std::weak_ptr<Client>> clients;
 
@@ -312,7 +314,25 @@ asio::awaitable<bool> Runner::Impl::connect(Client& c) {
             ++c.shard->connect_failures;
         }
         count_error(c, "connect");
-        spdlog::debug("Client {} ({}) could not connect: {}", c.index, c.spec->name, error);
+        bool first = false;
+        {
+            std::lock_guard lock(connect_errors_mu);
+            auto it = connect_errors.find(error);
+            if (it != connect_errors.end()) {
+                ++it->second;
+            } else if (connect_errors.size() < kMaxConnectErrorReasons) {
+                connect_errors.emplace(error, 1);
+                first = true;
+            }
+        }
+        // Each reason once at warning level (a wrong --synthetic seed, a server that is down):
+        // failed connections are retried, so the run itself goes on.
+        if (first) {
+            spdlog::warn("Client {} ({}) could not connect: {} (counted and retried; this reason is logged once)",
+                         c.index, c.spec->name, error);
+        } else {
+            spdlog::debug("Client {} ({}) could not connect: {}", c.index, c.spec->name, error);
+        }
         co_return false;
     }
     c.stale_seen = 0;
@@ -681,6 +701,7 @@ RunResult Runner::run(const std::function<void(const StatusLine&)>& on_second) {
         for (size_t i = 0; i < m.specs.size(); ++i) out.profiles[i].merge(s->profiles[i]);
     }
     out.profile_specs = m.specs;
+    out.connect_errors = m.connect_errors;
     out.clients_connected_max = static_cast<uint64_t>(m.clients_up_max.load());
     out.server = m.server;
     return out;

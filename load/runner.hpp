@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,6 +67,8 @@ struct ServerInfo {
     Hash32 head_hash{};
 };
 
+inline constexpr size_t kMaxConnectErrorReasons = 16;
+
 struct RunResult {
     std::vector<const ProfileSpec*> profile_specs;  // index -> profile
     std::vector<ProfileStats> profiles;
@@ -74,6 +77,8 @@ struct RunResult {
     uint64_t failures_seen{0};
     uint64_t connect_attempts{0};
     uint64_t connect_failures{0};
+    // Why connections failed: each distinct reason (the first kMaxConnectErrorReasons) and how often.
+    std::map<std::string, uint64_t> connect_errors;
     uint64_t clients_connected_max{0};
     std::optional<ServerInfo> server;
     double seconds{0};  // from the first client's start to the end of the counted window

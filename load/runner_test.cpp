@@ -1,26 +1,40 @@
-// The runner end to end in one process: a p2p::Server on loopback serving the mainnet epoch, the
-// load runner with its clients on two workers (so the stats shards, the atomics and the metrics are
-// used from several threads; scripts/sanitize.sh runs this under ThreadSanitizer).
+// The runner end to end in one process: a p2p::Server on loopback serving the mainnet epoch (or a
+// synthetic chain), the load runner with its clients on two workers (so the stats shards, the
+// atomics and the metrics are used from several threads; scripts/sanitize.sh runs this under
+// ThreadSanitizer). Also the options of `headerd load` that shape the connections: every --eth
+// version, --synthetic, --ramp and --handshakes (against a listener that never answers, whose
+// accept times show when clients dialled), and --server-metrics against the server's /metrics.
 
 #include "load/runner.hpp"
 
+#include <unistd.h>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 
 #include "core/chain_config.hpp"
+#include "core/hex.hpp"
+#include "core/synthetic.hpp"
 #include "db/chain_db.hpp"
 #include "db/import.hpp"
 #include "load/reference_chain.hpp"
 #include "load/report.hpp"
+#include "load/server_scrape.hpp"
+#include "metrics/http_server.hpp"
+#include "metrics/metrics.hpp"
+#include "p2p/net_metrics.hpp"
 #include "p2p/server.hpp"
 #include "p2p/worker.hpp"
 #include "tests/data_dir.hpp"
@@ -31,26 +45,69 @@ namespace {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
+using tcp = asio::ip::tcp;
 
 const std::string kEra1 = headerd::testing::data_dir() + "/mainnet-00000-5ec1ffb8.era1";
 
-// The epoch in a datadir (blocks below 7192 frozen) served by a p2p::Server with 2 workers.
+std::filesystem::path temp_dir(const std::string& what) {
+    static std::atomic<int> n{0};
+    return std::filesystem::temp_directory_path() /
+           ("headerd-runner-test-" + what + "-" + std::to_string(getpid()) + "-" + std::to_string(n++));
+}
+
+// A datadir holding `headerd generate --count count --seed seed`'s chain.
+std::unique_ptr<db::ChainDb> generated(const std::filesystem::path& dir, uint64_t count, uint64_t seed) {
+    std::filesystem::remove_all(dir);
+    db::ChainDbOptions options;
+    options.create_if_missing = true;
+    auto opened = db::ChainDb::open(dir.string(), options);
+    if (!opened) throw std::runtime_error(opened.error().message);
+    if (auto r = db::generate_chain(**opened, count, seed); !r) throw std::runtime_error(r.error().message);
+    return std::move(*opened);
+}
+
+struct ServedOptions {
+    // A synthetic chain (count, seed) instead of the epoch.
+    std::optional<std::pair<uint64_t, uint64_t>> synthetic;
+    // /metrics on 127.0.0.1, as `headerd serve --metrics`.
+    bool metrics{false};
+};
+
+// The epoch in a datadir (blocks below 7192 frozen), or a synthetic chain, served by a p2p::Server
+// with 2 workers.
 class Served {
   public:
-    Served() : dir_(std::filesystem::temp_directory_path() / ("headerd-runner-test-" + std::to_string(getpid()))) {
-        std::filesystem::remove_all(dir_);
-        db::ChainDbOptions options;
-        options.create_if_missing = true;
-        auto opened = db::ChainDb::open(dir_.string(), options);
-        if (!opened) throw std::runtime_error(opened.error().message);
-        chain_ = std::move(*opened);
-        if (auto r = db::import_file(*chain_, mainnet_config(), kEra1); !r) throw std::runtime_error("import failed");
-        db::FreezeOptions freeze;
-        freeze.keep = 1000;
-        if (!chain_->freeze(freeze)) throw std::runtime_error("freeze failed");
+    explicit Served(ServedOptions o = {}) : dir_(temp_dir("served")) {
+        if (o.synthetic) {
+            chain_ = generated(dir_, o.synthetic->first, o.synthetic->second);
+        } else {
+            std::filesystem::remove_all(dir_);
+            db::ChainDbOptions options;
+            options.create_if_missing = true;
+            auto opened = db::ChainDb::open(dir_.string(), options);
+            if (!opened) throw std::runtime_error(opened.error().message);
+            chain_ = std::move(*opened);
+            if (auto r = db::import_file(*chain_, mainnet_config(), kEra1); !r) {
+                throw std::runtime_error("import failed");
+            }
+            db::FreezeOptions freeze;
+            freeze.keep = 1000;
+            if (!chain_->freeze(freeze)) throw std::runtime_error("freeze failed");
+        }
         p2p::ServerOptions so;
         so.listen = p2p::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0);
         so.client_id = "headerd/runner-test";
+        if (o.metrics) {
+            registry_ = std::make_unique<metrics::Metrics>("test", "0000000");
+            net_metrics_ = std::make_unique<p2p::NetMetrics>(registry_->families());
+            chain_->set_read_observer(net_metrics_.get());
+            so.metrics = net_metrics_.get();
+            http_.emplace(control_, registry_->collectables(), std::function<metrics::Health()>{});
+            if (auto r = http_->listen(tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)); !r) {
+                throw std::runtime_error(r.error().message);
+            }
+            http_->start();
+        }
         server_.emplace(control_, pool_, *chain_, key_, so);
         if (auto r = server_->listen(); !r) throw std::runtime_error(r.error().message);
         pool_.start();
@@ -58,25 +115,88 @@ class Served {
         thread_ = std::thread([this] { control_.run(); });
     }
     ~Served() {
+        if (http_) asio::post(control_, [this] { http_->stop(); });
         server_->stop();
         thread_.join();
         pool_.release();
         pool_.join();
         server_.reset();
+        http_.reset();
+        chain_->set_read_observer(nullptr);
         chain_.reset();
         std::filesystem::remove_all(dir_);
     }
     p2p::Enode enode() const { return {key_.public_key(), "127.0.0.1", server_->local_endpoint().port()}; }
+    // The /metrics URL (ServedOptions::metrics).
+    std::string metrics_url() const {
+        return "http://127.0.0.1:" + std::to_string(http_->local_endpoint().port()) + "/metrics";
+    }
+    const db::ChainDb& chain() const { return *chain_; }
 
   private:
     std::filesystem::path dir_;
     std::unique_ptr<db::ChainDb> chain_;
+    std::unique_ptr<metrics::Metrics> registry_;
+    std::unique_ptr<p2p::NetMetrics> net_metrics_;
     asio::io_context control_{1};
+    std::optional<metrics::HttpServer> http_;
     rlpx::PrivateKey key_ = *rlpx::PrivateKey::generate();
     p2p::WorkerPool pool_{2};
     std::optional<p2p::Server> server_;
     std::thread thread_;
 };
+
+// Accepts TCP connections on 127.0.0.1 and never sends a byte, so every RLPx handshake with it runs
+// into its deadline; records when each connection was accepted (when its client dialled).
+class HangingListener {
+  public:
+    HangingListener() {
+        accept();
+        thread_ = std::thread([this] { io_.run(); });
+    }
+    ~HangingListener() {
+        io_.stop();
+        thread_.join();
+    }
+    p2p::Enode enode() const { return {key_.public_key(), "127.0.0.1", acceptor_.local_endpoint().port()}; }
+    std::vector<Clock::time_point> accepted() const {
+        std::lock_guard lock(mu_);
+        return accepted_;
+    }
+
+  private:
+    void accept() {
+        acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
+            if (ec) return;
+            {
+                std::lock_guard lock(mu_);
+                accepted_.push_back(Clock::now());
+            }
+            held_.push_back(std::move(socket));  // open, silent
+            accept();
+        });
+    }
+
+    asio::io_context io_{1};
+    tcp::acceptor acceptor_{io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)};
+    std::vector<tcp::socket> held_;
+    rlpx::PrivateKey key_ = *rlpx::PrivateKey::generate();
+    mutable std::mutex mu_;
+    std::vector<Clock::time_point> accepted_;
+    std::thread thread_;
+};
+
+uint64_t sum(const RunResult& r, uint64_t ProfileStats::*field) {
+    uint64_t n = 0;
+    for (const auto& p : r.profiles) n += p.*field;
+    return n;
+}
+
+uint64_t connect_errors_total(const RunResult& r) {
+    uint64_t n = 0;
+    for (const auto& [reason, count] : r.connect_errors) n += count;
+    return n;
+}
 
 LoadConfig config_for(const Served& served, const ReferenceChain* reference) {
     LoadConfig cfg;
@@ -206,6 +326,188 @@ TEST(LoadRunner, TheEth68HeadProbeIsCountedLikeEveryReply) {
     EXPECT_GT(r.timeline.back().p50_ms, 0);
     EXPECT_EQ(meters.profile(0).requests->Value(), 1);
     EXPECT_EQ(meters.profile(0).headers->Value(), 1);
+}
+
+// --eth V: the clients offer only eth/V (whatever their profile's versions), headerd's server
+// negotiates it, and every profile's replies verify byte for byte; on eth/68 the head number comes
+// from asking for the Status' head hash.
+TEST(LoadRunner, EachEthVersionNegotiatesAndVerifies) {
+    Served served;
+    auto reference = ReferenceChain::open({kEra1});
+    ASSERT_TRUE(reference) << reference.error().message;
+    for (uint64_t version = 68; version <= 72; ++version) {
+        SCOPED_TRACE("eth/" + std::to_string(version));
+        LoadConfig cfg = config_for(served, reference->get());
+        cfg.clients = 9;  // one client per profile of the mix
+        cfg.eth = version;
+        cfg.duration = 700ms;
+        RunResult r = Runner(cfg).run({});
+        EXPECT_TRUE(verified(r)) << (r.failures.empty() ? "no reply" : r.failures.front().reason);
+        ASSERT_TRUE(r.server);
+        EXPECT_EQ(r.server->eth_version, version);
+        EXPECT_EQ(r.server->head, 8191u);
+        EXPECT_EQ(r.connect_failures, 0u);
+        EXPECT_EQ(r.clients_connected_max, 9u);
+        for (size_t i = 0; i < r.profiles.size(); ++i) {
+            EXPECT_GT(r.profiles[i].replies, 0u) << r.profile_specs[i]->name;
+        }
+    }
+}
+
+// --synthetic N:SEED against a server of `headerd generate --count N --seed SEED`: the clients claim
+// that network, and every reply equals the generated chain byte for byte. Clients of another seed's
+// network are refused by the server's Status check; the run says why, with both genesis hashes.
+TEST(LoadRunner, ASyntheticChainVerifiesAndAnotherSeedIsRefusedWithItsReason) {
+    Served served(ServedOptions{std::pair<uint64_t, uint64_t>{3000, 7}, false});
+    const std::filesystem::path copy = temp_dir("synthetic-reference");
+    generated(copy, 3000, 7).reset();  // the same chain again, closed: the reference
+    auto reference = ReferenceChain::open({copy.string()});
+    ASSERT_TRUE(reference) << reference.error().message;
+    const synthetic::Generator network(3000, 7);  // what --synthetic 3000:7 claims
+    ASSERT_EQ(network.config().genesis_hash, (*reference)->genesis_hash());
+    ASSERT_EQ(network.config().genesis_hash, served.chain().config()->genesis_hash);
+
+    LoadConfig cfg = config_for(served, reference->get());
+    cfg.config = &network.config();
+    cfg.clients = 9;
+    cfg.duration = 1s;
+    RunResult r = Runner(cfg).run({});
+    EXPECT_TRUE(verified(r)) << (r.failures.empty() ? "no reply" : r.failures.front().reason);
+    ASSERT_TRUE(r.server);
+    EXPECT_EQ(r.server->head, 2999u);
+    EXPECT_EQ(r.server->head_hash, (*reference)->db().canonical_hash(2999).value());
+    for (size_t i = 0; i < r.profiles.size(); ++i) EXPECT_GT(r.profiles[i].replies, 0u) << r.profile_specs[i]->name;
+    EXPECT_TRUE(r.connect_errors.empty());
+
+    const synthetic::Generator other(3000, 8);  // --synthetic 3000:8
+    cfg.config = &other.config();
+    cfg.reference = nullptr;
+    cfg.clients = 3;
+    cfg.duration = 800ms;
+    r = Runner(cfg).run({});
+    EXPECT_FALSE(verified(r));
+    EXPECT_EQ(sum(r, &ProfileStats::replies), 0u);
+    EXPECT_EQ(r.clients_connected_max, 0u);
+    EXPECT_GE(r.connect_attempts, 3u);
+    EXPECT_EQ(r.connect_failures, r.connect_attempts);
+    ASSERT_EQ(r.connect_errors.size(), 1u);
+    EXPECT_EQ(r.connect_errors.begin()->first, "Status: genesis mismatch: remote " +
+                                                   to_hex0x(network.config().genesis_hash) + ", local " +
+                                                   to_hex0x(other.config().genesis_hash));
+    EXPECT_EQ(connect_errors_total(r), r.connect_failures);
+    std::filesystem::remove_all(copy);
+}
+
+// --ramp S: client i of N dials at i/N x S after the start, never earlier (exact lower bounds) and
+// not much later (upper bounds with 500 ms of slack for a loaded machine). The listener never
+// answers and the handshake deadline (1.5 s) outlasts the run, so each client dials exactly once.
+TEST(LoadRunner, ClientsStartSpreadOverTheRamp) {
+    HangingListener listener;
+    LoadConfig cfg;
+    cfg.peers = {listener.enode()};
+    cfg.clients = 5;
+    cfg.workers = 2;
+    cfg.mix = *parse_mix("nethermind");
+    cfg.config = &mainnet_config();
+    cfg.ramp = 1s;
+    cfg.duration = 1300ms;
+    cfg.drain = 0s;
+    cfg.limits.handshake = 1500ms;
+    const auto before = Clock::now();
+    RunResult r = Runner(cfg).run({});
+    std::vector<Clock::time_point> accepted = listener.accepted();
+    ASSERT_EQ(accepted.size(), 5u);
+    std::sort(accepted.begin(), accepted.end());
+    const auto start = before + 50ms;  // the run starts 50 ms after run() is called
+    for (size_t i = 0; i < accepted.size(); ++i) {
+        const auto planned = start + cfg.ramp * static_cast<int64_t>(i) / 5;
+        EXPECT_GE(accepted[i], planned) << "client " << i << " dialled before its ramp slot";
+        EXPECT_LE(accepted[i], planned + 500ms)
+            << "client " << i << " dialled " << std::chrono::duration<double>(accepted[i] - planned).count()
+            << " s after its ramp slot";
+    }
+    EXPECT_GE(accepted.back() - accepted.front(), 800ms - 500ms);
+    EXPECT_EQ(r.connect_attempts, 5u);
+    EXPECT_EQ(r.connect_failures, 5u);
+    EXPECT_EQ(r.clients_connected_max, 0u);
+    EXPECT_EQ(connect_errors_total(r), 5u);
+}
+
+// --handshakes N: at most N connections are in the handshake at once. Against a listener that never
+// answers, 6 clients with a cap of 2 and a 1 s handshake deadline: exactly 2 dial in the first
+// 800 ms, the next 2 once those time out; each attempt and failure is counted. Against the real
+// server a cap of 1 still connects every client, one after the other.
+TEST(LoadRunner, TheHandshakeCapHolds) {
+    HangingListener listener;
+    LoadConfig cfg;
+    cfg.peers = {listener.enode()};
+    cfg.clients = 6;
+    cfg.workers = 2;
+    cfg.mix = *parse_mix("nethermind");
+    cfg.config = &mainnet_config();
+    cfg.max_handshakes = 2;
+    cfg.duration = 1600ms;
+    cfg.drain = 0s;
+    cfg.limits.handshake = 1s;
+    RunResult r = Runner(cfg).run({});
+    // Every dial completed before run() returned; the listener's thread records it at once.
+    std::vector<Clock::time_point> accepted;
+    for (int i = 0; i < 100; ++i) {
+        accepted = listener.accepted();
+        if (accepted.size() >= r.connect_attempts) break;
+        std::this_thread::sleep_for(10ms);
+    }
+    std::sort(accepted.begin(), accepted.end());
+    ASSERT_GE(accepted.size(), 4u);
+    const auto early = std::count_if(accepted.begin(), accepted.end(),
+                                     [&](Clock::time_point t) { return t < accepted.front() + 800ms; });
+    EXPECT_EQ(early, 2) << "connections in the handshake at once, before any deadline";
+    EXPECT_GE(accepted[2], accepted.front() + 800ms);
+    EXPECT_EQ(r.connect_attempts, accepted.size());
+    EXPECT_EQ(r.connect_failures, r.connect_attempts);
+    EXPECT_EQ(connect_errors_total(r), r.connect_failures);
+    EXPECT_EQ(sum(r, &ProfileStats::requests), 0u);
+
+    Served served;
+    LoadConfig real = config_for(served, nullptr);
+    real.clients = 8;
+    real.max_handshakes = 1;
+    real.mix = *parse_mix("nethermind");
+    real.duration = 1500ms;
+    r = Runner(real).run({});
+    EXPECT_TRUE(verified(r)) << (r.failures.empty() ? "no reply" : r.failures.front().reason);
+    EXPECT_EQ(r.connect_attempts, 8u);
+    EXPECT_EQ(r.connect_failures, 0u);
+    EXPECT_EQ(r.clients_connected_max, 8u);
+}
+
+// --server-metrics against the server's own /metrics: the difference of two scrapes counts exactly
+// the requests the clients sent and the headers they received.
+TEST(LoadRunner, ServerMetricsCountWhatTheClientsReceived) {
+    Served served(ServedOptions{std::nullopt, true});
+    auto before = scrape_server(served.metrics_url(), 5s);
+    ASSERT_TRUE(before) << before.error().message;
+    EXPECT_TRUE(before->has_any());
+    LoadConfig cfg = config_for(served, nullptr);
+    cfg.duration = {};
+    cfg.requests = 60;
+    cfg.mix = *parse_mix("nethermind,besu,reth");
+    RunResult r = Runner(cfg).run({});
+    ASSERT_TRUE(verified(r));
+    auto after = scrape_server(served.metrics_url(), 5s);
+    ASSERT_TRUE(after) << after.error().message;
+    const boost::json::object o = server_delta(served.metrics_url(), *before, *after);
+    EXPECT_EQ(o.at("requests_served").to_number<double>(), static_cast<double>(sum(r, &ProfileStats::requests)));
+    EXPECT_EQ(o.at("headers_served").to_number<double>(), static_cast<double>(sum(r, &ProfileStats::headers)));
+    EXPECT_EQ(sum(r, &ProfileStats::requests), 60u);
+    EXPECT_GT(sum(r, &ProfileStats::headers), 60u * 100);
+    const auto& serve = o.at("serve_seconds").as_object();
+    ASSERT_TRUE(serve.at("p50").is_number());
+    ASSERT_TRUE(serve.at("p99").is_number());
+    EXPECT_GT(serve.at("p50").to_number<double>(), 0);
+    EXPECT_LE(serve.at("p50").to_number<double>(), serve.at("p99").to_number<double>());
+    EXPECT_LT(serve.at("p99").to_number<double>(), 30);
+    EXPECT_TRUE(o.at("cpu_seconds").is_number());
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "load/server_scrape.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -56,7 +57,11 @@ Outcome<std::vector<PromSample>> parse_prometheus_text(std::string_view text) {
                 std::string value;
                 size_t j = eq + 2;
                 for (; j < line.size() && line[j] != '"'; ++j) {
-                    if (line[j] == '\\' && j + 1 < line.size()) ++j;
+                    if (line[j] == '\\' && j + 1 < line.size()) {
+                        ++j;  // the format's escapes: \\, \" and \n
+                        value += line[j] == 'n' ? '\n' : line[j];
+                        continue;
+                    }
                     value += line[j];
                 }
                 if (j >= line.size()) return make_error(fmt::format("metrics line {}: unterminated label", line_no));
@@ -77,16 +82,47 @@ Outcome<std::vector<PromSample>> parse_prometheus_text(std::string_view text) {
     return out;
 }
 
-Outcome<std::string> http_get(const std::string& url, std::chrono::milliseconds timeout) {
+Outcome<HttpUrl> parse_http_url(const std::string& url) {
     constexpr std::string_view kScheme = "http://";
     if (url.rfind(kScheme, 0) != 0) return make_error(fmt::format("{}: only http:// URLs are supported", url));
     const std::string rest = url.substr(kScheme.size());
     const size_t slash = rest.find('/');
-    const std::string hostport = rest.substr(0, slash);
-    const std::string target = slash == std::string::npos ? "/metrics" : rest.substr(slash);
-    const size_t colon = hostport.rfind(':');
-    const std::string host = hostport.substr(0, colon);
-    const std::string port = colon == std::string::npos ? "80" : hostport.substr(colon + 1);
+    HttpUrl u;
+    u.hostport = rest.substr(0, slash);
+    u.target = slash == std::string::npos ? "/metrics" : rest.substr(slash);
+    std::optional<std::string> port;                         // as written after the colon
+    if (!u.hostport.empty() && u.hostport.front() == '[') {  // [IPv6]:PORT
+        const size_t close = u.hostport.find(']');
+        if (close == std::string::npos) return make_error(fmt::format("{}: unterminated [IPv6 address]", url));
+        u.host = u.hostport.substr(1, close - 1);
+        const std::string after = u.hostport.substr(close + 1);
+        if (!after.empty() && after.front() != ':') return make_error(fmt::format("{}: bad host", url));
+        if (!after.empty()) port = after.substr(1);
+    } else {
+        const size_t colon = u.hostport.rfind(':');
+        u.host = u.hostport.substr(0, colon);
+        if (colon != std::string::npos) port = u.hostport.substr(colon + 1);
+    }
+    if (u.host.empty()) return make_error(fmt::format("{}: no host", url));
+    if (port) {
+        unsigned value = 0;
+        const char* end = port->data() + port->size();
+        const auto [at, ec] = std::from_chars(port->data(), end, value);
+        if (port->empty() || ec != std::errc{} || at != end || value == 0 || value > 65535) {
+            return make_error(fmt::format("{}: bad port '{}' (1..65535)", url, *port));
+        }
+        u.port = static_cast<uint16_t>(value);
+    }
+    return u;
+}
+
+Outcome<std::string> http_get(const std::string& url, std::chrono::milliseconds timeout) {
+    auto parsed = parse_http_url(url);
+    if (!parsed) return parsed.error();
+    const std::string& host = parsed->host;
+    const std::string port = std::to_string(parsed->port);
+    const std::string& target = parsed->target;
+    const std::string& hostport = parsed->hostport;
 
     asio::io_context io;
     beast::tcp_stream stream(io);
@@ -132,9 +168,9 @@ ServerSnapshot snapshot_of(const std::vector<PromSample>& samples) {
         if (p.name == "process_cpu_seconds_total") {
             s.cpu_seconds = p.value;
         } else if (p.name == "headerd_headers_served_total") {
-            s.headers += p.value;
+            s.headers = s.headers.value_or(0) + p.value;
         } else if (p.name == "headerd_header_requests_total") {
-            s.requests += p.value;
+            s.requests = s.requests.value_or(0) + p.value;
         } else if (p.name == "headerd_p2p_serve_seconds_bucket") {
             // GetBlockHeaders is eth message 0x03 in every version.
             auto code = p.labels.find("code");
@@ -176,20 +212,24 @@ std::optional<double> bucket_quantile(double q, const std::map<double, double>& 
 boost::json::object server_delta(const std::string& url, const ServerSnapshot& before, const ServerSnapshot& after) {
     boost::json::object o;
     o["url"] = url;
-    const double headers = after.headers - before.headers;
-    const double requests = after.requests - before.requests;
-    o["headers_served"] = headers;
-    o["requests_served"] = requests;
-    if (before.cpu_seconds && after.cpu_seconds) {
-        const double cpu = *after.cpu_seconds - *before.cpu_seconds;
-        o["cpu_seconds"] = cpu;
-        o["cpu_us_per_header"] = headers > 0 ? boost::json::value(cpu * 1e6 / headers) : boost::json::value(nullptr);
-        o["cpu_us_per_request"] = requests > 0 ? boost::json::value(cpu * 1e6 / requests) : boost::json::value(nullptr);
-    } else {
-        o["cpu_seconds"] = nullptr;
-        o["cpu_us_per_header"] = nullptr;
-        o["cpu_us_per_request"] = nullptr;
-    }
+    // A series missing from either scrape (another server, or an older headerd) is null.
+    const auto difference = [](const std::optional<double>& a, const std::optional<double>& b) {
+        return a && b ? std::optional<double>(*b - *a) : std::nullopt;
+    };
+    const auto value = [](const std::optional<double>& v) {
+        return v ? boost::json::value(*v) : boost::json::value(nullptr);
+    };
+    const auto headers = difference(before.headers, after.headers);
+    const auto requests = difference(before.requests, after.requests);
+    const auto cpu = difference(before.cpu_seconds, after.cpu_seconds);
+    const auto per = [&](const std::optional<double>& n) {
+        return cpu && n && *n > 0 ? boost::json::value(*cpu * 1e6 / *n) : boost::json::value(nullptr);
+    };
+    o["headers_served"] = value(headers);
+    o["requests_served"] = value(requests);
+    o["cpu_seconds"] = value(cpu);
+    o["cpu_us_per_header"] = per(headers);
+    o["cpu_us_per_request"] = per(requests);
     std::map<double, double> delta;
     for (const auto& [le, c] : after.serve_buckets) {
         auto it = before.serve_buckets.find(le);
@@ -198,9 +238,9 @@ boost::json::object server_delta(const std::string& url, const ServerSnapshot& b
     boost::json::object serve;
     for (const auto& [name, q] : {std::pair{"p50", 0.5}, std::pair{"p99", 0.99}}) {
         auto v = bucket_quantile(q, delta);
-        serve[name] = v ? boost::json::value(*v * 1000) : boost::json::value(nullptr);  // milliseconds
+        serve[name] = v ? boost::json::value(*v) : boost::json::value(nullptr);
     }
-    o["serve_ms"] = serve;
+    o["serve_seconds"] = serve;
     return o;
 }
 

@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 #include <unistd.h>
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -173,6 +174,10 @@ int cmd_load(int argc, char** argv) {
         if (!e) return usage(e.error().message);
         metrics_at = *e;
     }
+    const auto server_url = args->get("server-metrics");
+    if (server_url) {
+        if (auto u = load::parse_http_url(*server_url); !u) return usage("--server-metrics " + u.error().message);
+    }
     if (auto r = ensure_descriptors(cfg.clients + kSpareDescriptors, fmt::format("--clients {}", cfg.clients)); !r) {
         return fail(r.error().message);
     }
@@ -229,11 +234,17 @@ int cmd_load(int argc, char** argv) {
         cfg.rate ? fmt::format("open loop at {:g} requests/s", *cfg.rate) : std::string("closed loop"),
         cfg.duration > load::Clock::duration::zero() ? fmt::format("{:g}s", *duration) : std::string("unbounded"));
     const std::string started_at = utc_now();
-    const auto server_url = args->get("server-metrics");
     std::optional<load::ServerSnapshot> server_before;
     if (server_url) {
+        // A server that cannot be read now fails at once, before the run (exit 1).
         auto snap = load::scrape_server(*server_url, std::chrono::seconds(10));
         if (!snap) return fail("--server-metrics: " + snap.error().message);
+        if (!snap->has_any()) {
+            spdlog::warn(
+                "--server-metrics {}: none of process_cpu_seconds_total, headerd_headers_served_total, "
+                "headerd_header_requests_total, headerd_p2p_serve_seconds; the server's figures will be null",
+                *server_url);
+        }
         server_before = *snap;
     }
     load::Runner runner(cfg);
@@ -273,7 +284,8 @@ int cmd_load(int argc, char** argv) {
         // The server's counters settle once the last replies are written; the run has drained.
         auto after = load::scrape_server(*server_url, std::chrono::seconds(10));
         if (!after) {
-            spdlog::warn("--server-metrics: {}", after.error().message);
+            // The run's results stand: the report is written with server_metrics null.
+            spdlog::warn("--server-metrics: {}; the report has no server figures", after.error().message);
         } else {
             ctx.server_metrics = load::server_delta(*server_url, *server_before, *after);
         }
@@ -294,9 +306,18 @@ int cmd_load(int argc, char** argv) {
     std::fputs(load::summary_table(result).c_str(), stdout);
     const bool ok = load::verified(result);
     std::printf("verified: %s", ok ? "true" : "false");
-    if (!ok)
+    if (!ok) {
+        std::string first = result.failures.empty() ? "no reply was received" : result.failures.front().reason;
+        if (result.failures.empty() && !result.connect_errors.empty()) {
+            // Nothing was answered because nothing connected: say why (e.g. another network's genesis).
+            const auto most = std::max_element(result.connect_errors.begin(), result.connect_errors.end(),
+                                               [](const auto& a, const auto& b) { return a.second < b.second; });
+            first += fmt::format(", {} of {} connections failed: {}", result.connect_failures, result.connect_attempts,
+                                 most->first);
+        }
         std::printf(" (%llu failures; first: %s)", static_cast<unsigned long long>(result.failures_seen),
-                    result.failures.empty() ? "no reply was received" : result.failures.front().reason.c_str());
+                    first.c_str());
+    }
     std::printf("\n");
     for (const auto& f : result.failures) {
         if (&f - &result.failures.front() >= 5) break;
@@ -309,9 +330,10 @@ int cmd_load(int argc, char** argv) {
             const auto* v = sm.if_contains(k);
             return v != nullptr && v->is_number() ? fmt::format("{:.3f}", v->to_number<double>()) : std::string("-");
         };
-        const auto& serve = sm.at("serve_ms").as_object();
-        const auto q = [&](const char* k) {
-            return serve.at(k).is_number() ? fmt::format("{:.3f}", serve.at(k).to_number<double>()) : std::string("-");
+        const auto& serve = sm.at("serve_seconds").as_object();
+        const auto q = [&](const char* k) {  // in ms
+            return serve.at(k).is_number() ? fmt::format("{:.3f}", serve.at(k).to_number<double>() * 1000)
+                                           : std::string("-");
         };
         std::printf("server: %s us CPU per header, %s us per request; serve time p50 %s ms, p99 %s ms\n",
                     num("cpu_us_per_header").c_str(), num("cpu_us_per_request").c_str(), q("p50").c_str(),
