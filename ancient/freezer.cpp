@@ -14,30 +14,34 @@ Freezer::Freezer(std::unique_ptr<Table> headers, std::unique_ptr<Table> hashes)
     : headers_(std::move(headers)), hashes_(std::move(hashes)) {}
 
 Outcome<std::unique_ptr<Freezer>> Freezer::open(FileSystem& fs, std::string dir, Options opts) {
-    auto headers = Table::open(fs, dir, kHeadersTable, {true, opts.max_file_size, opts.read_only});
+    // Both tables are checked, and their repairs decided, before either is written to.
+    auto headers = Table::open_unrepaired(fs, dir, kHeadersTable, {true, opts.max_file_size, opts.read_only});
     if (!headers) return headers.error();
-    auto hashes = Table::open(fs, dir, kHashesTable, {false, opts.max_file_size, opts.read_only});
+    auto hashes = Table::open_unrepaired(fs, dir, kHashesTable, {false, opts.max_file_size, opts.read_only});
     if (!hashes) return hashes.error();
     std::unique_ptr<Freezer> f(new Freezer(std::move(*headers), std::move(*hashes)));
 
-    // The tables are appended and synced one after the other, so a crash can leave one longer.
     const uint64_t h = f->headers_->items();
     const uint64_t x = f->hashes_->items();
-    // A read-only open reads the shorter length (items()) and leaves the longer table as it is.
+    // A table that hides more items than the other holds (an index claiming deleted items, a tail
+    // raised in its meta): nothing sound can be read from the pair, and no repair of either table
+    // is made, so the files stay as they were for whoever looks into it.
+    if (f->tail() > f->items()) {
+        return make_error("ancient freezer " + dir + ": the tables disagree: " + kHeadersTable + " starts at item " +
+                          std::to_string(f->headers_->tail()) + " and holds " + std::to_string(h) + ", " +
+                          kHashesTable + " starts at item " + std::to_string(f->hashes_->tail()) + " and holds " +
+                          std::to_string(x));
+    }
+    if (auto r = f->headers_->apply_repairs(); !r) return r.error();
+    if (auto r = f->hashes_->apply_repairs(); !r) return r.error();
+    // The tables are appended and synced one after the other, so a crash can leave one longer. A
+    // read-only open reads the shorter length (items()) and leaves the longer table as it is.
     if (h != x && !opts.read_only) {
         Table& longer = h > x ? *f->headers_ : *f->hashes_;
         const uint64_t keep = std::min(h, x);
         if (auto r = longer.truncate_head(keep); !r) return r.error();
         f->repairs_.push_back("ancient freezer " + dir + ": table " + longer.name() + " truncated from " +
                               std::to_string(std::max(h, x)) + " to " + std::to_string(keep) + " items to match");
-    }
-    // A table whose index hides more items than the other holds (a writable open fails to truncate
-    // it above): nothing sound can be read from the pair.
-    if (f->tail() > f->items()) {
-        return make_error("ancient freezer " + dir + ": the tables disagree: " + kHeadersTable + " starts at item " +
-                          std::to_string(f->headers_->tail()) + " and holds " + std::to_string(h) + ", " +
-                          kHashesTable + " starts at item " + std::to_string(f->hashes_->tail()) + " and holds " +
-                          std::to_string(x));
     }
     if (auto r = f->open_checksums(fs, dir, opts.read_only); !r) return r.error();
     return f;

@@ -40,8 +40,9 @@ class Freezer {
     };
 
     // `dir` is the freezer directory itself (DATADIR/chaindata/ancient/chain). Opens or creates both
-    // tables; a writable open then truncates the longer table to the shorter one, a read-only open
-    // reports tables of different lengths as an error.
+    // tables; a writable open repairs them and truncates the longer table to the shorter one, a
+    // read-only open reads the shorter length. Tables whose tails disagree (one hides more items than
+    // the other holds) are refused by every open, before either table is repaired: nothing written.
     static Outcome<std::unique_ptr<Freezer>> open(FileSystem& fs, std::string dir, Options opts);
 
     uint64_t items() const noexcept;  // next block number

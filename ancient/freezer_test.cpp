@@ -6,7 +6,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "ancient/test_util.hpp"
 #include "core/keccak.hpp"
@@ -195,17 +199,92 @@ TEST(Freezer, TablesWhoseTailsDisagreeAreRefused) {
     Bytes index = testing::read_file(dir / "hashes.ridx");
     store_be32(index.data() + 2, 4'278'190'008u);  // entry 0: items deleted from the front
     testing::write_file(dir / "hashes.ridx", index);
-    auto before = testing::snapshot_dir(dir.path());
+    const auto before = testing::snapshot_dir(dir.path());
     for (bool read_only : {true, false, true}) {
         auto f = Freezer::open(posix, dir.path(), {kDefaultMaxFileSize, read_only});
         ASSERT_FALSE(f) << (read_only ? "read-only" : "writable") << ": tail " << (*f)->tail() << ", items "
                         << (*f)->items();
-        EXPECT_THAT(f.error().message, HasSubstr("4278190008")) << f.error().message;
-        // Only the hashes table's meta may change (a writable open raises its tail to what its index
-        // says was deleted); no item is touched.
-        auto after = testing::snapshot_dir(dir.path());
-        if (!read_only) before["hashes.meta"] = after["hashes.meta"];
-        EXPECT_EQ(after, before) << "the open changed the files";
+        EXPECT_THAT(f.error().message, HasSubstr("hashes starts at item 4278190008")) << f.error().message;
+        // Not even the hashes table's meta changes (a writable open of that table alone raises its
+        // tail to what its index says was deleted).
+        EXPECT_EQ(testing::snapshot_dir(dir.path()), before) << "the open changed the files";
+    }
+}
+
+// The names of the files that differ between two snapshot_dir() results (changed, added or removed).
+std::vector<std::string> changed_files(const std::map<std::string, Bytes>& before,
+                                       const std::map<std::string, Bytes>& after) {
+    std::vector<std::string> names;
+    for (const auto& [name, bytes] : before) {
+        auto it = after.find(name);
+        if (it == after.end() || it->second != bytes) names.push_back(name);
+    }
+    for (const auto& [name, bytes] : after) {
+        if (!before.contains(name)) names.push_back(name);
+    }
+    return names;
+}
+
+// Tables whose tails disagree are refused before either table is repaired: whatever their own
+// repairs would write (a meta rewritten, an index cut, a stray data file deleted), a refused
+// writable open leaves every file byte for byte as it was, and so does every later open.
+TEST(Freezer, RefusedWritableOpenChangesNoFile) {
+    constexpr uint64_t kFileSize = 64 << 10;  // 2,048 hashes a file: hashes.0000..0003.rdat
+    // headers.meta with a virtual tail of 6000 (blocks below hidden, as geth's tail deletion leaves
+    // them), as version 2 with the index's flush offset or as a legacy version 1 [1, 6000].
+    auto hide_headers_below_6000 = [](const TempDir& dir, bool legacy) {
+        const uint64_t index_size = std::filesystem::file_size(dir / "headers.cidx");
+        const Bytes meta = legacy ? Bytes{0xc4, 0x01, 0x82, 0x17, 0x70} : encode_meta({kMetaVersion, 6000, index_size});
+        ASSERT_EQ(decode_meta(meta)->virtual_tail, 6000u);
+        testing::write_file(dir / "headers.meta", meta);
+    };
+    struct Case {
+        const char* what;
+        std::function<void(const TempDir&)> damage;
+    };
+    const std::vector<Case> cases = {
+        {"headers hides blocks below 6000 in a version 1 meta (rewritten as version 2 on open); hashes holds "
+         "blocks 0..4095, cleanly",
+         [&](const TempDir& dir) {
+             hide_headers_below_6000(dir, true);
+             Bytes index = testing::read_file(dir / "hashes.ridx");
+             index.resize(4097 * kIndexEntrySize);
+             testing::write_file(dir / "hashes.ridx", index);
+             testing::write_file(dir / "hashes.meta", encode_meta({kMetaVersion, 0, index.size()}));
+             std::filesystem::remove(dir / "hashes.0002.rdat");
+             std::filesystem::remove(dir / "hashes.0003.rdat");
+         }},
+        {"headers hides blocks below 6000; hashes.0002.rdat cut inside block 4096 (the hashes index is cut back "
+         "to 4096 items, that file emptied, hashes.0003.rdat deleted and the meta rewritten on open)",
+         [&](const TempDir& dir) {
+             hide_headers_below_6000(dir, false);
+             std::filesystem::resize_file(dir / "hashes.0002.rdat", 16);
+         }},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.what);
+        TempDir dir;
+        {
+            auto f = open_freezer(posix, dir.path(), {kFileSize, false});
+            for (size_t i = 0; i < 8192; i += 2048) append_blocks(*f, i, i + 2048);
+            ASSERT_TRUE(f->sync());
+        }
+        c.damage(dir);
+        const auto before = testing::snapshot_dir(dir.path());
+        ASSERT_GT(before.size(), 10u);  // both tables' files and the checksums
+        // Writable twice (a first refusal must not prepare a second open to pass), then read-only,
+        // which refuses too (on the tails, or on the damage it does not repair).
+        for (bool read_only : {false, false, true}) {
+            auto f = Freezer::open(posix, dir.path(), {kFileSize, read_only});
+            ASSERT_FALSE(f) << (read_only ? "read-only" : "writable") << ": tail " << (*f)->tail() << ", items "
+                            << (*f)->items();
+            if (!read_only) {
+                EXPECT_THAT(f.error().message, HasSubstr("the tables disagree: headers starts at item 6000 and "
+                                                         "holds 8192, hashes starts at item 0 and holds 4096"));
+            }
+            EXPECT_THAT(changed_files(before, testing::snapshot_dir(dir.path())), IsEmpty())
+                << (read_only ? "read-only" : "writable") << ": the refused open changed these files";
+        }
     }
 }
 

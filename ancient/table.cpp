@@ -90,12 +90,32 @@ struct Table::FileSpan {
     uint32_t last_end{0};   // end offset of its last item: the size the file must have
 };
 
+struct Table::LoadState {
+    std::string index_path;
+    std::string meta_path;
+    bool created{false};                       // the index or meta is missing: apply() creates it, fsyncs the directory
+    std::optional<TableMeta> meta;             // nullopt: missing, empty or undecodable
+    bool rewrite_meta{false};                  // the meta must be rewritten once the table is settled
+    uint64_t index_on_disk{0};                 // the index file's size as found (0 if missing)
+    uint64_t index_size{0};                    // index bytes kept so far
+    std::vector<FileSpan> spans;               // spans[i]: the entries of data file tail_file_ + i
+    std::vector<std::unique_ptr<File>> files;  // files[i]: data file tail_file_ + i if opened (else null)
+    std::vector<uint64_t> file_sizes;          // in step with files
+    std::vector<bool> truncated;               // files[i] is longer than its last item: apply() truncates it
+    std::vector<std::string> stray;            // data files outside tail..head: apply() removes them
+};
+
 Table::Table(FileSystem& fs, std::string dir, std::string name, TableOptions opts)
     : fs_(fs), dir_(std::move(dir)), name_(std::move(name)), opts_(opts) {}
 
 Table::~Table() {
     if (!opts_.read_only && !failed_ && index_) (void)sync();
 }
+
+namespace {
+// What failed_ holds between open_unrepaired() and apply_repairs(): writes are refused until then.
+constexpr const char* kRepairsPending = "the repairs decided at open are not made yet (apply_repairs)";
+}  // namespace
 
 Error Table::error(std::string_view what) const {
     return make_error("ancient table " + name_ + " in " + dir_ + ": " + std::string(what));
@@ -123,17 +143,41 @@ File* Table::data_file(uint32_t file) const noexcept {
     return files_[file - tail_file_].get();
 }
 
-Outcome<std::unique_ptr<Table>> Table::open(FileSystem& fs, std::string dir, std::string name, TableOptions opts) {
+Outcome<std::unique_ptr<Table>> Table::open_unrepaired(FileSystem& fs, std::string dir, std::string name,
+                                                       TableOptions opts) {
     if (opts.max_file_size == 0 || opts.max_file_size > UINT32_MAX) {
         return make_error("ancient table " + name + " in " + dir + ": max_file_size " +
                           std::to_string(opts.max_file_size) + " outside 1..4294967295 (offsets are 32-bit)");
     }
     std::unique_ptr<Table> t(new Table(fs, std::move(dir), std::move(name), opts));
-    if (auto r = t->load(); !r) {
+    auto s = std::make_unique<LoadState>();
+    if (auto r = t->plan(*s); !r) {
         t->failed_ = r.error().message;  // keeps the destructor from writing to a half-opened table
         return r.error();
     }
+    if (!opts.read_only) {
+        t->pending_ = std::move(s);
+        t->failed_ = kRepairsPending;
+    }
     return t;
+}
+
+Outcome<std::unique_ptr<Table>> Table::open(FileSystem& fs, std::string dir, std::string name, TableOptions opts) {
+    auto t = open_unrepaired(fs, std::move(dir), std::move(name), opts);
+    if (!t) return t.error();
+    if (auto r = (*t)->apply_repairs(); !r) return r.error();
+    return t;
+}
+
+Outcome<void> Table::apply_repairs() {
+    if (!pending_) return {};
+    const std::unique_ptr<LoadState> s = std::move(pending_);
+    failed_.reset();
+    if (auto r = apply(*s); !r) {
+        failed_ = r.error().message;
+        return r.error();
+    }
+    return {};
 }
 
 Outcome<IndexEntry> Table::read_entry(uint64_t position) const {
@@ -211,21 +255,7 @@ Outcome<uint64_t> Table::first_entry_past(const FileSpan& span, uint64_t file_si
     return lo;
 }
 
-struct Table::LoadState {
-    std::string index_path;
-    std::string meta_path;
-    bool created{false};                       // the index or meta was created: the directory needs an fsync
-    std::optional<TableMeta> meta;             // nullopt: missing, empty or undecodable
-    bool rewrite_meta{false};                  // the meta must be rewritten once the table is settled
-    uint64_t index_size{0};                    // index bytes kept so far
-    std::vector<FileSpan> spans;               // spans[i]: the entries of data file tail_file_ + i
-    std::vector<std::unique_ptr<File>> files;  // files[i]: data file tail_file_ + i if opened (else null)
-    std::vector<uint64_t> file_sizes;          // in step with files
-    std::vector<bool> truncated;               // files[i] was shortened and needs an fdatasync
-};
-
-Outcome<void> Table::load() {
-    LoadState s;
+Outcome<void> Table::plan(LoadState& s) {
     s.index_path = path_of(index_file_name(name_, opts_.compressed));
     s.meta_path = path_of(meta_file_name(name_));
     if (auto r = open_index_and_meta(s); !r) return r;
@@ -236,38 +266,65 @@ Outcome<void> Table::load() {
     if (auto r = settle_data_files(s); !r) return r;
     settle_virtual_tail(s);
     if (opts_.read_only) return {};
-    if (auto r = remove_stray_files(); !r) return r;
+    return find_stray_files(s);
+}
+
+Outcome<void> Table::apply(const LoadState& s) {
+    if (auto r = fs_.mkdir(dir_); !r) return error("cannot create directory: " + r.error().message);
+    for (auto [path, file] : {std::pair{&s.index_path, &index_}, std::pair{&s.meta_path, &meta_}}) {
+        if (*file) continue;
+        auto created = fs_.open(*path, OpenMode::kReadWrite);
+        if (!created) return created.error();
+        *file = std::move(*created);
+    }
+    if (s.index_on_disk < kIndexEntrySize) {
+        const std::array<uint8_t, kIndexEntrySize> first{};  // (file 0, nothing deleted): an empty table
+        if (auto r = index_->write_at(0, first); !r) return r;
+        index_dirty_ = true;
+    } else if (s.index_on_disk > index_size_) {
+        if (auto r = index_->truncate(index_size_); !r) return r;
+        index_dirty_ = true;
+    }
+    if (!files_.back()) {  // the head data file is missing
+        auto f = fs_.open(data_path(head_file_), OpenMode::kReadWrite);
+        if (!f) return f.error();
+        files_.back() = std::move(*f);
+        dir_dirty_ = true;
+    }
+    for (size_t i = 0; i < files_.size(); ++i) {
+        if (!s.truncated[i]) continue;
+        if (auto r = files_[i]->truncate(sizes_[i]); !r) return r;
+    }
+    if (auto r = remove_stray_files(s); !r) return r;
     return make_repairs_durable(s);
 }
 
 Outcome<void> Table::open_index_and_meta(LoadState& s) {
     const bool ro = opts_.read_only;
-    if (!ro) {
-        if (auto r = fs_.mkdir(dir_); !r) return error("cannot create directory: " + r.error().message);
-    }
-    for (const std::string& path : {s.index_path, s.meta_path}) {
-        auto exists = fs_.exists(path);
+    const OpenMode mode = ro ? OpenMode::kRead : OpenMode::kReadWrite;
+    for (auto [path, file] : {std::pair{&s.index_path, &index_}, std::pair{&s.meta_path, &meta_}}) {
+        auto exists = fs_.exists(*path);
         if (!exists) return exists.error();
         if (!*exists) {
-            if (ro) return error_at(path, 0, "missing (a read-only open does not create tables)");
-            s.created = true;
+            if (ro) return error_at(*path, 0, "missing (a read-only open does not create tables)");
+            s.created = true;  // apply() creates it
+            continue;
         }
+        auto opened = fs_.open(*path, mode);
+        if (!opened) return opened.error();
+        *file = std::move(*opened);
     }
-    const OpenMode mode = ro ? OpenMode::kRead : OpenMode::kReadWrite;
-    auto index = fs_.open(s.index_path, mode);
-    if (!index) return index.error();
-    index_ = std::move(*index);
-    auto meta_file = fs_.open(s.meta_path, mode);
-    if (!meta_file) return meta_file.error();
-    meta_ = std::move(*meta_file);
     return {};
 }
 
 Outcome<void> Table::load_meta(LoadState& s) {
     const bool ro = opts_.read_only;
-    auto meta_size = meta_->size();
-    if (!meta_size) return meta_size.error();
-    meta_size_ = *meta_size;
+    meta_size_ = 0;
+    if (meta_) {
+        auto meta_size = meta_->size();
+        if (!meta_size) return meta_size.error();
+        meta_size_ = *meta_size;
+    }
     if (meta_size_ > 0) {
         Bytes buf(static_cast<size_t>(std::min(meta_size_, kMetaReadLimit)));
         auto n = meta_->read_at(0, buf);
@@ -291,23 +348,25 @@ Outcome<void> Table::load_meta(LoadState& s) {
 
 Outcome<void> Table::trim_index_to_whole_entries(LoadState& s) {
     const bool ro = opts_.read_only;
-    auto index_size = index_->size();
-    if (!index_size) return index_size.error();
-    uint64_t size = *index_size;
+    if (index_) {
+        auto index_size = index_->size();
+        if (!index_size) return index_size.error();
+        s.index_on_disk = *index_size;
+    }
+    uint64_t size = s.index_on_disk;
     if (size % kIndexEntrySize != 0) {
         const uint64_t whole = size - size % kIndexEntrySize;
         if (ro) return error_at(s.index_path, whole, "index size " + std::to_string(size) + " is not a multiple of 6");
-        if (auto r = index_->truncate(whole); !r) return r;
         repairs_.push_back(s.index_path + ": dropped " + std::to_string(size - whole) + " bytes of a partial entry");
         size = whole;
-        index_dirty_ = true;
     }
     if (size == 0) {
         if (ro) return error_at(s.index_path, 0, "empty index");
-        const std::array<uint8_t, kIndexEntrySize> first{};  // (file 0, nothing deleted)
-        if (auto r = index_->write_at(0, first); !r) return r;
-        size = kIndexEntrySize;
-        index_dirty_ = true;
+        // apply() writes entry 0 = (file 0, nothing deleted): an empty table.
+        s.index_size = kIndexEntrySize;
+        tail_file_ = 0;
+        deleted_ = 0;
+        return {};
     }
     if (!s.meta && size > kIndexEntrySize) {
         repairs_.push_back(s.meta_path + ": no usable meta; trusting the " +
@@ -334,11 +393,9 @@ Outcome<void> Table::apply_flush_offset(LoadState& s) {
             size = flush;
             return {};
         }
-        if (auto r = index_->truncate(flush); !r) return r;
         repairs_.push_back(s.index_path + ": dropped " + std::to_string((size - flush) / kIndexEntrySize) +
                            " entries past the flush offset " + std::to_string(flush));
         size = flush;
-        index_dirty_ = true;
     } else if (size < flush && !ro) {
         // Only a crash between shortening the index and rewriting the meta leaves this; the shorter
         // index was synced first, so all of it is trusted.
@@ -360,11 +417,9 @@ Outcome<void> Table::cut_to_data_files(LoadState& s) {
         if (auto r = scan_index(size, s.spans, valid, problem); !r) return r;
         if (valid < size) {
             if (ro) return error_at(s.index_path, valid, problem);
-            if (auto r = index_->truncate(valid); !r) return r;
             repairs_.push_back(s.index_path + ": " + problem + "; dropped it and " +
                                std::to_string((size - valid) / kIndexEntrySize - 1) + " entries after it");
             size = valid;
-            index_dirty_ = true;
         }
         const std::vector<FileSpan>& spans = s.spans;
         s.files.clear();
@@ -410,11 +465,9 @@ Outcome<void> Table::cut_to_data_files(LoadState& s) {
         }
         if (cut == size / kIndexEntrySize) return {};
         if (ro) return error_at(s.index_path, cut * kIndexEntrySize, cut_reason);
-        if (auto r = index_->truncate(cut * kIndexEntrySize); !r) return r;
         repairs_.push_back(cut_reason + "; index cut back to " + std::to_string(cut - 1) + " items (dropped " +
                            std::to_string(size / kIndexEntrySize - cut) + ")");
         size = cut * kIndexEntrySize;
-        index_dirty_ = true;
         s.rewrite_meta = !ro;
     }
 }
@@ -439,7 +492,7 @@ Outcome<void> Table::settle_data_files(LoadState& s) {
             if (!exists) return exists.error();
             if (!*exists) {
                 if (ro) return error_at(path, 0, "head data file is missing");
-                dir_dirty_ = true;
+                continue;  // it holds no item: apply() creates it
             }
             auto f = fs_.open(path, mode);
             if (!f) return f.error();
@@ -457,7 +510,6 @@ Outcome<void> Table::settle_data_files(LoadState& s) {
                 s.file_sizes[i] = expected;
                 continue;
             }
-            if (auto r = s.files[i]->truncate(expected); !r) return r;
             repairs_.push_back(path + ": dropped " + std::to_string(s.file_sizes[i] - expected) +
                                " bytes past the last indexed item");
             s.file_sizes[i] = expected;
@@ -508,7 +560,10 @@ Outcome<void> Table::make_repairs_durable(const LoadState& s) {
     return {};
 }
 
-Outcome<void> Table::remove_stray_files() {
+Outcome<void> Table::find_stray_files(LoadState& s) {
+    auto dir_exists = fs_.exists(dir_);
+    if (!dir_exists) return dir_exists.error();
+    if (!*dir_exists) return {};
     auto names = fs_.list(dir_);
     if (!names) return names.error();
     const std::string prefix = name_ + ".";
@@ -522,9 +577,16 @@ Outcome<void> Table::remove_stray_files() {
         if (ec != std::errc{} || end != digits.data() + digits.size()) continue;
         if (file >= tail_file_ && file <= head_file_) continue;
         // Left by a head truncation (or a repair) that did not get to delete it, or by tail deletion.
-        if (auto r = fs_.remove(path_of(n)); !r) return r;
+        s.stray.push_back(path_of(n));
         repairs_.push_back(path_of(n) + ": removed, outside the table's files " + std::to_string(tail_file_) + ".." +
                            std::to_string(head_file_));
+    }
+    return {};
+}
+
+Outcome<void> Table::remove_stray_files(const LoadState& s) {
+    for (const std::string& path : s.stray) {
+        if (auto r = fs_.remove(path); !r) return r;
         dir_dirty_ = true;
     }
     if (dir_dirty_) {

@@ -98,8 +98,20 @@ struct ReadScratch {
 class Table {
   public:
     // Opens or creates DIR/NAME.*, repairing what a crash or damage left (see repairs()). A read-only
-    // open changes nothing on disk and reports damage as an error instead.
+    // open changes nothing on disk and reports damage as an error instead. A writable open decides
+    // every repair before it writes anything, so one that fails on damage it cannot repair (a
+    // missing data file before the head) leaves every file as it was.
     static Outcome<std::unique_ptr<Table>> open(FileSystem& fs, std::string dir, std::string name, TableOptions opts);
+    // open() up to its first write: a writable table's repairs are decided (items(), tail() and
+    // repairs() already describe the repaired table) but made only by apply_repairs(). Until then
+    // nothing is written, not even by the destructor, and writes are refused. For opening tables
+    // that must agree with each other, all of them checked before any is touched (Freezer::open).
+    static Outcome<std::unique_ptr<Table>> open_unrepaired(FileSystem& fs, std::string dir, std::string name,
+                                                           TableOptions opts);
+    // Makes the repairs open_unrepaired() decided, durable as open() makes them (creating the
+    // directory and files of a new table). Nothing to do for a read-only or already repaired table.
+    // On failure the table needs a reopen.
+    Outcome<void> apply_repairs();
     // Syncs (best effort, errors ignored) unless read-only or failed.
     ~Table();
     Table(const Table&) = delete;
@@ -143,17 +155,23 @@ class Table {
 
     struct FileSpan;   // the index entries that point into one data file
     struct LoadState;  // what load()'s steps hand on to each other
-    // Opens the table: the steps below, in order. A writable open repairs as it goes (each repair
-    // listed in repairs_), a read-only one fails where a repair would be needed.
-    Outcome<void> load();
-    // On return: index_ and meta_ are open; a writable open has created the directory and any
-    // missing index or meta file (s.created then set).
+    // Checks the table, reading only: the steps below, in order. A writable open decides its
+    // repairs as it goes (each listed in repairs_, recorded in s for apply()), a read-only one fails
+    // where a repair would be needed. On return the members describe the table as repaired.
+    Outcome<void> plan(LoadState& s);
+    // Makes the repairs plan() decided (writable opens only): creates the directory and the missing
+    // index, meta and head data file, writes an empty index's entry 0, cuts the index and data files
+    // back, removes the stray files, then make_repairs_durable().
+    Outcome<void> apply(const LoadState& s);
+    // On return: index_ and meta_ are open where the files exist; a missing one (writable only: a
+    // read-only open fails) is left null with s.created set.
     Outcome<void> open_index_and_meta(LoadState& s);
     // On return: s.meta holds the decoded meta, or nullopt if it was missing, empty or undecodable;
     // s.rewrite_meta is set if it is not a version 2 meta (writable).
     Outcome<void> load_meta(LoadState& s);
     // On return: s.index_size is a whole number of entries and at least entry 0 (a partial entry
-    // dropped, an empty index given entry 0); tail_file_ and deleted_ are read from entry 0.
+    // dropped, an empty index given entry 0); tail_file_ and deleted_ are read from entry 0;
+    // s.index_on_disk is the index file's size as found.
     Outcome<void> trim_index_to_whole_entries(LoadState& s);
     // On return: no index entry lies past a version 2 meta's flush offset (unsynced appends are
     // dropped); s.rewrite_meta is set if the flush offset must change.
@@ -162,10 +180,10 @@ class Table {
     // at least as long as its last item says (the index cut back until both hold); s.spans and
     // s.files/s.file_sizes describe those files (null where a file holds no item).
     Outcome<void> cut_to_data_files(LoadState& s);
-    // On return: head_file_ is set and open (a writable open creates it if missing), every data file
-    // holding items, and the head, ends exactly where its last item ends (a read-only open may leave
-    // an earlier file longer), and files_, sizes_, head_bytes_, index_size_ and items_ describe the
-    // checked table.
+    // On return: head_file_ is set and open (a writable open leaves a missing one null for apply() to
+    // create), every data file holding items, and the head, ends exactly where its last item ends in
+    // sizes_ (s.truncated marks the files apply() must cut; a read-only open may leave an earlier file
+    // longer), and files_, sizes_, head_bytes_, index_size_ and items_ describe the checked table.
     Outcome<void> settle_data_files(LoadState& s);
     // On return: deleted_ <= hidden_ <= items_ (s.rewrite_meta set if the meta's tail was moved).
     void settle_virtual_tail(LoadState& s);
@@ -177,7 +195,10 @@ class Table {
     Outcome<void> scan_index(uint64_t size, std::vector<FileSpan>& spans, uint64_t& valid_size, std::string& problem);
     Outcome<uint64_t> first_entry_past(const FileSpan& span, uint64_t file_size) const;
     Outcome<IndexEntry> read_entry(uint64_t position) const;
-    Outcome<void> remove_stray_files();
+    // Lists the data files numbered outside tail_file_..head_file_ in s.stray (writable opens).
+    Outcome<void> find_stray_files(LoadState& s);
+    // Removes them, then fsyncs the directory if anything was created or removed.
+    Outcome<void> remove_stray_files(const LoadState& s);
     Outcome<void> write_meta(uint64_t flush_offset);
     Outcome<void> roll_over();
     void rollback_append(uint32_t head_file, uint64_t head_bytes, uint64_t index_size);
@@ -219,6 +240,7 @@ class Table {
     std::optional<std::string> failed_;
 
     std::vector<std::string> repairs_;
+    std::unique_ptr<LoadState> pending_;  // between open_unrepaired() and apply_repairs() (writable)
     ReadScratch scratch_;
     Bytes write_data_;
     Bytes write_index_;

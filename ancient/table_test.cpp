@@ -560,6 +560,33 @@ TEST(Table, ReadOnlyRefusesWrites) {
     EXPECT_THAT(testing::snapshot_dir(empty.path()), IsEmpty());
 }
 
+// A writable open_unrepaired of a table that does not exist yet creates nothing, not even its
+// directory; apply_repairs() creates the table as open() does.
+TEST(Table, OpenUnrepairedCreatesNothingUntilRepairsAreApplied) {
+    TempDir base;
+    const std::string dir = base / "chain";
+    {
+        auto t = Table::open_unrepaired(posix, dir, "headers", snappy_opts());
+        ASSERT_TRUE(t) << t.error().message;
+        EXPECT_EQ((*t)->items(), 0u);
+        EXPECT_EQ((*t)->tail(), 0u);
+        EXPECT_THAT((*t)->repairs(), IsEmpty());
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir));
+    auto t = Table::open_unrepaired(posix, dir, "headers", snappy_opts());
+    ASSERT_TRUE(t) << t.error().message;
+    ASSERT_TRUE((*t)->apply_repairs());
+    ASSERT_TRUE((*t)->apply_repairs());  // nothing left to do
+    EXPECT_FALSE((*t)->needs_reopen());
+    EXPECT_EQ(read_file(base / "chain/headers.cidx"), Bytes(kIndexEntrySize, 0));
+    EXPECT_TRUE(std::filesystem::exists(base / "chain/headers.0000.cdat"));
+    append_range(**t, mainnet_headers(), 0, 3);
+    ASSERT_TRUE((*t)->sync());
+    t->reset();
+    auto ro = open_table(posix, dir, read_only(snappy_opts()));
+    expect_prefix(*ro, mainnet_headers(), 3);
+}
+
 TEST(Table, RejectsUnaddressableMaxFileSize) {
     TempDir dir;
     EXPECT_FALSE(Table::open(posix, dir.path(), "headers", snappy_opts(0)));
@@ -756,11 +783,29 @@ TEST_P(TableRepair, RepairsToTheLongestIntactPrefix) {
     }
     EXPECT_EQ(testing::snapshot_dir(dir.path()), damaged);
 
-    // Writable: repairs to the longest prefix whose bytes are all there, and says what it did.
+    // Writable, up to its first write (open_unrepaired): the repairs are decided, the table already
+    // has its repaired length, and nothing is written (not even by the destructor); writes are
+    // refused until apply_repairs().
+    std::vector<std::string> decided;
+    {
+        auto t = Table::open_unrepaired(posix, dir.path(), "headers", snappy_opts(kRepairMax));
+        ASSERT_TRUE(t) << t.error().message;
+        EXPECT_EQ((*t)->items(), expected);
+        decided = (*t)->repairs();
+        EXPECT_THAT(decided, Not(IsEmpty()));
+        EXPECT_TRUE((*t)->needs_reopen());
+        const ByteView item = h[expected];
+        EXPECT_FALSE((*t)->append(std::span(&item, 1)));
+        EXPECT_FALSE((*t)->sync());
+    }
+    EXPECT_EQ(testing::snapshot_dir(dir.path()), damaged);
+
+    // Writable: repairs to the longest prefix whose bytes are all there, and says what it did (what
+    // open_unrepaired decided).
     {
         auto t = open_table(posix, dir.path(), snappy_opts(kRepairMax));
         ASSERT_TRUE(t);
-        EXPECT_THAT(t->repairs(), Not(IsEmpty()));
+        EXPECT_EQ(t->repairs(), decided);
         expect_prefix(*t, h, expected);
     }
     // The repaired table is clean and consistent on disk.
