@@ -6,14 +6,17 @@
 #include "p2p/client_session.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -22,8 +25,10 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -609,6 +614,118 @@ TEST_F(ClientSessionTest, PingsAndRequestsFromTheServerAreAnswered) {
     EXPECT_TRUE(decoded->headers.empty());
     EXPECT_EQ(session_->stats().pings, 2u);
     EXPECT_EQ(session_->stats().answered, 1u);
+}
+
+// The read loop gives the thread's other sessions and timers a turn after every message
+// (read_loop's post): Connection reads a message straight from the socket when its bytes are there,
+// so without the turn a peer that keeps the socket full would hold the thread. A second fake server,
+// on a thread of its own, floods a session with stale (empty) BlockHeaders replies, which are counted
+// and dropped, until 12,000 wait in the socket; then, on the one io_context of the test, a 1 ms
+// timer and another session's request must make progress while the backlog is read. Counted in
+// messages, not time, so a loaded machine cannot fail it: between two ticks of the timer the flooded
+// session reads at most a quarter of those waiting (without the turn, the first tick comes after all
+// of them), and the other session's reply arrives before half are read.
+TEST_F(ClientSessionTest, AFloodingPeerDoesNotHoldTheThread) {
+    // The other session's server waits as long as filling the flooded socket may take.
+    connect([](FakeServer& f) -> asio::awaitable<void> { co_await f.answer(co_await f.next_request(30s)); });
+
+    asio::io_context flood_io{1};
+    auto flood_work = asio::make_work_guard(flood_io);
+    FakeServer flooder(flood_io);
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> written{0};
+    std::atomic<bool> flood_done{false};
+    constexpr uint64_t kMaxFlood = 12'000;
+    flooder.start([&](FakeServer& f) -> asio::awaitable<void> {
+        Bytes stale;
+        eth::encode_block_headers(stale, 7, {});  // the flooded session sends no request: id 7 is not pending
+        while (!stop.load() && written.load() < kMaxFlood) {
+            co_await f.send(f.eth_id(MessageId::kBlockHeaders), stale);
+            written.fetch_add(1);
+        }
+        flood_done.store(true);
+    });
+    std::thread flood_thread([&flood_io] { flood_io.run(); });
+    // However the test ends, the flood's thread ends first (before what it uses is destroyed).
+    struct Joiner {
+        asio::io_context& io;
+        std::thread& thread;
+        ~Joiner() {
+            io.stop();
+            thread.join();
+        }
+    } joiner{flood_io, flood_thread};
+    ClientOptions options;
+    options.drop_on_stale = false;
+    std::shared_ptr<ClientSession> flooded =
+        testing::run_task(io_, ClientSession::connect(flooder.enode(), local_, options));
+
+    // The test's io_context is idle now: the flood fills the socket until 12,000 messages are written
+    // or the writer blocks.
+    uint64_t waiting = 0;
+    for (int quiet = 0; quiet < 50 && waiting < kMaxFlood;) {
+        std::this_thread::sleep_for(10ms);
+        const uint64_t now = written.load();
+        quiet = now == waiting ? quiet + 1 : 0;
+        waiting = now;
+    }
+    ASSERT_GE(waiting, 8'000u) << "the flood did not fill the socket";
+
+    std::vector<uint64_t> read_at_tick;
+    bool ticking = true;
+    bool ticker_done = false;
+    asio::co_spawn(
+        io_,
+        [&]() -> asio::awaitable<void> {
+            asio::steady_timer tick(co_await asio::this_coro::executor);
+            while (ticking) {
+                tick.expires_after(1ms);
+                co_await tick.async_wait(kTuple);
+                read_at_tick.push_back(flooded->stats().stale);
+            }
+            ticker_done = true;
+        },
+        asio::detached);
+    std::optional<RequestResult> other;
+    std::optional<uint64_t> read_at_reply;
+    asio::co_spawn(
+        io_,
+        [&]() -> asio::awaitable<void> {
+            other = co_await session_->request(ask(7000, 3), 10s);
+            read_at_reply = flooded->stats().stale;
+        },
+        asio::detached);
+    const bool all_read = testing::run_until(
+        io_, [&] { return flooded->stats().stale >= waiting && read_at_reply.has_value(); }, 30s);
+    // Both coroutines use this test's locals: they end before any assertion can return.
+    ticking = false;
+    ASSERT_TRUE(testing::run_until(
+        io_, [&] { return ticker_done && read_at_reply.has_value(); }, 15s));
+    ASSERT_TRUE(all_read) << flooded->stats().stale << " of " << waiting << " read";
+
+    ASSERT_TRUE(other && *other) << (other ? other->error().message : "no result");
+    EXPECT_TRUE(testing::are_blocks((*other)->headers, 7000, 3));
+    EXPECT_LT(*read_at_reply, waiting / 2) << "the other session's reply waited for the flood";
+    ASSERT_GE(read_at_tick.size(), 2u);
+    uint64_t most = read_at_tick.front();  // read between the flood's start and the first tick
+    for (size_t i = 1; i < read_at_tick.size(); ++i) most = std::max(most, read_at_tick[i] - read_at_tick[i - 1]);
+    EXPECT_LE(most, waiting / 4) << "messages read between two ticks of the timer, of " << waiting << " waiting";
+    std::printf(
+        "flood: %llu waiting, at most %llu read between two 1 ms ticks (%zu ticks), %llu read before the "
+        "other session's reply\n",
+        static_cast<unsigned long long>(waiting), static_cast<unsigned long long>(most), read_at_tick.size(),
+        static_cast<unsigned long long>(*read_at_reply));
+    EXPECT_FALSE(flooded->closed());
+
+    // The flood stops; the session reads what is left, says goodbye, and the fake closes.
+    stop.store(true);
+    ASSERT_TRUE(testing::run_until(
+        io_, [&] { return flood_done.load(); }, 20s));
+    asio::post(flood_io, [&flooder] { flooder.close(); });
+    flood_work.reset();
+    testing::run_task(io_, flooded->close(), 5s);
+    EXPECT_EQ(flooded->stats().replies, 0u);
+    EXPECT_GE(flooded->stats().stale, waiting);
 }
 
 }  // namespace
