@@ -198,6 +198,13 @@ uint64_t connect_errors_total(const RunResult& r) {
     return n;
 }
 
+// A sanitizer build (HEADERD_TEST_TIME_SCALE, set by scripts/sanitize.sh) handshakes and serves
+// several times slower: runs in which every client must connect last that much longer.
+int time_scale() {
+    const char* scale = std::getenv("HEADERD_TEST_TIME_SCALE");
+    return scale != nullptr ? std::max(1, std::atoi(scale)) : 1;
+}
+
 LoadConfig config_for(const Served& served, const ReferenceChain* reference) {
     LoadConfig cfg;
     cfg.peers = {served.enode()};
@@ -206,10 +213,8 @@ LoadConfig config_for(const Served& served, const ReferenceChain* reference) {
     cfg.mix = *parse_mix("mix");
     cfg.reference = reference;
     cfg.config = &mainnet_config();
-    // Every client must have connected within the run: a sanitizer build (HEADERD_TEST_TIME_SCALE, set
-    // by scripts/sanitize.sh) handshakes several times slower, so its run is that much longer.
-    const char* scale = std::getenv("HEADERD_TEST_TIME_SCALE");
-    cfg.duration = 1500ms * (scale != nullptr ? std::max(1, std::atoi(scale)) : 1);
+    // Every client must have connected within the run.
+    cfg.duration = 1500ms * time_scale();
     cfg.drain = 2s;
     return cfg;
 }
@@ -340,7 +345,7 @@ TEST(LoadRunner, EachEthVersionNegotiatesAndVerifies) {
         LoadConfig cfg = config_for(served, reference->get());
         cfg.clients = 9;  // one client per profile of the mix
         cfg.eth = version;
-        cfg.duration = 700ms;
+        cfg.duration = 700ms * time_scale();
         RunResult r = Runner(cfg).run({});
         EXPECT_TRUE(verified(r)) << (r.failures.empty() ? "no reply" : r.failures.front().reason);
         ASSERT_TRUE(r.server);
@@ -370,7 +375,7 @@ TEST(LoadRunner, ASyntheticChainVerifiesAndAnotherSeedIsRefusedWithItsReason) {
     LoadConfig cfg = config_for(served, reference->get());
     cfg.config = &network.config();
     cfg.clients = 9;
-    cfg.duration = 1s;
+    cfg.duration = 1s * time_scale();
     RunResult r = Runner(cfg).run({});
     EXPECT_TRUE(verified(r)) << (r.failures.empty() ? "no reply" : r.failures.front().reason);
     ASSERT_TRUE(r.server);
@@ -401,6 +406,7 @@ TEST(LoadRunner, ASyntheticChainVerifiesAndAnotherSeedIsRefusedWithItsReason) {
 // --ramp S: client i of N dials at i/N x S after the start, never earlier (exact lower bounds) and
 // not much later (upper bounds with 500 ms of slack for a loaded machine). The listener never
 // answers and the handshake deadline (1.5 s) outlasts the run, so each client dials exactly once.
+// (The slack is HEADERD_TEST_TIME_SCALE times longer in a sanitizer build.)
 TEST(LoadRunner, ClientsStartSpreadOverTheRamp) {
     HangingListener listener;
     LoadConfig cfg;
@@ -422,7 +428,7 @@ TEST(LoadRunner, ClientsStartSpreadOverTheRamp) {
     for (size_t i = 0; i < accepted.size(); ++i) {
         const auto planned = start + cfg.ramp * static_cast<int64_t>(i) / 5;
         EXPECT_GE(accepted[i], planned) << "client " << i << " dialled before its ramp slot";
-        EXPECT_LE(accepted[i], planned + 500ms)
+        EXPECT_LE(accepted[i], planned + 500ms * time_scale())
             << "client " << i << " dialled " << std::chrono::duration<double>(accepted[i] - planned).count()
             << " s after its ramp slot";
     }
@@ -473,7 +479,7 @@ TEST(LoadRunner, TheHandshakeCapHolds) {
     real.clients = 8;
     real.max_handshakes = 1;
     real.mix = *parse_mix("nethermind");
-    real.duration = 1500ms;
+    real.duration = 1500ms * time_scale();
     r = Runner(real).run({});
     EXPECT_TRUE(verified(r)) << (r.failures.empty() ? "no reply" : r.failures.front().reason);
     EXPECT_EQ(r.connect_attempts, 8u);
