@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # headerd load against headerd serve on loopback: every profile verified byte for byte against the
 # bundled epoch, the JSON report's fields, thresholds that pass and fail, --requests, --metrics,
-# SIGINT, bad input; then against the ethereumjs test server in each of its fault modes, where the
-# report must say verified false with the precise reason and count the imitated client's verdict.
+# --server-metrics (exact counts from the server's /metrics; bad URLs, a closed port, a 404, a body
+# that is not Prometheus text, another exporter, a server gone by the end of the run), --eth,
+# --ramp with --handshakes, --synthetic against a generated chain (and another seed's), SIGINT, bad
+# input; then against the ethereumjs test server in each of its fault modes, where the report must
+# say verified false with the precise reason and count the imitated client's verdict.
 source "$(dirname "$0")/lib.sh" "$@"
 ERA1=$DATA/mainnet-00000-5ec1ffb8.era1
 INTEROP=$(cd "$(dirname "$0")/interop" && pwd)
@@ -10,16 +13,20 @@ INTEROP=$(cd "$(dirname "$0")/interop" && pwd)
 D=$WORK/d
 "$HEADERD" import --datadir "$D" "$ERA1" >/dev/null 2>&1
 "$HEADERD" freeze --datadir "$D" --keep 1000 >/dev/null 2>&1
-"$HEADERD" serve --datadir "$D" --listen 127.0.0.1:0 --workers 2 >/dev/null 2>"$WORK/serve.err" &
+"$HEADERD" serve --datadir "$D" --listen 127.0.0.1:0 --workers 2 --metrics 127.0.0.1:0 >/dev/null \
+    2>"$WORK/serve.err" &
 SERVE_PID=$!
 # On exit, whatever is still running is stopped for good before the wait.
-trap 'kill -9 "$SERVE_PID" ${JS_PID:-} ${LOAD_PID:-} 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
+trap 'kill -9 "$SERVE_PID" ${JS_PID:-} ${LOAD_PID:-} ${STUB_PID:-} ${SYN_PID:-} 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
 for _ in $(seq 100); do
     [ -s "$D/enode" ] && break
     sleep 0.1
 done
 [ -s "$D/enode" ] || fail "serve did not start: $(cat "$WORK/serve.err")"
 ENODE=$(cat "$D/enode")
+METRICS_URL=$(grep -o 'url=http://[0-9.:]*/metrics' "$WORK/serve.err" | head -1)
+METRICS_URL=${METRICS_URL#url=}
+[ -n "$METRICS_URL" ] || fail "serve did not say where its metrics are: $(cat "$WORK/serve.err")"
 
 # py JSON_FILE EXPR: evaluates a Python expression over the report `r`; fails the test when falsy.
 py() {
@@ -31,6 +38,17 @@ if not ok:
     print(json.dumps({k: r.get(k) for k in ("totals", "failures", "verified")}, indent=1)[:3000], file=sys.stderr)
     sys.exit(1)
 PY
+}
+
+# expect_exit CODE "what" "expected message part" cmd...: the command must exit with CODE (2: a usage
+# error, 1: a run that could not start) and print the part.
+expect_exit() {
+    local code=$1 what=$2 part=$3 out rc=0
+    shift 3
+    out=$("$@" 2>&1) || rc=$?
+    [ "$rc" = "$code" ] || fail "$what: exit $rc, not $code: $out"
+    printf '%s' "$out" | grep -qF -- "$part" || fail "$what: error does not mention '$part': $out"
+    echo "ok: $what -> exit $rc, $(printf '%s' "$out" | grep -F -- "$part" | head -1)"
 }
 
 # Every profile, a few seconds each: verified, no error, the client verdicts clean.
@@ -73,6 +91,13 @@ expect_fail "unknown profile" "unknown profile 'bitcoin'" "$HEADERD" load --peer
 expect_fail "bad enode" "--peer enode://nope" "$HEADERD" load --peer enode://nope
 expect_fail "no peer" "--peer is required" "$HEADERD" load
 expect_fail "--eth out of range" "--eth must be one of" "$HEADERD" load --peer "$ENODE" --eth 67
+expect_exit 2 "--eth 73" "--eth must be one of 68, 69, 70, 71, 72" "$HEADERD" load --peer "$ENODE" --eth 73
+expect_exit 2 "--eth garbage" "--eth must be one of" "$HEADERD" load --peer "$ENODE" --eth seventy
+expect_exit 2 "--ramp negative" "--ramp -1: expected seconds (a number >= 0)" "$HEADERD" load --peer "$ENODE" --ramp -1
+expect_exit 2 "--ramp garbage" "--ramp soon: expected seconds" "$HEADERD" load --peer "$ENODE" --ramp soon
+expect_exit 2 "--handshakes 0" "--handshakes must be a positive number" "$HEADERD" load --peer "$ENODE" --handshakes 0
+expect_exit 2 "--handshakes garbage" "--handshakes must be a positive number" \
+    "$HEADERD" load --peer "$ENODE" --handshakes many
 expect_fail "reference datadir held by serve" "in use" "$HEADERD" load --peer "$ENODE" --chain "$D" --duration 1
 
 # --requests stops after exactly that many.
@@ -80,6 +105,153 @@ expect_fail "reference datadir held by serve" "in use" "$HEADERD" load --peer "$
     >/dev/null 2>&1 || fail "load --requests 50"
 py "$WORK/k.json" 'r["totals"]["requests"] == 50 and r["verified"]'
 echo "ok: --requests 50 sends 50 requests"
+
+# --server-metrics: the server's /metrics before and after the run count exactly what the clients
+# sent and received (nothing else talks to this server now), and its serve times are there.
+"$HEADERD" load --peer "$ENODE" --clients 4 --requests 60 --profile nethermind,besu --server-metrics "$METRICS_URL" \
+    --json "$WORK/sm.json" --threshold verified --verbosity 1 >"$WORK/sm.out" 2>&1 ||
+    { cat "$WORK/sm.out" >&2; fail "load --server-metrics"; }
+py "$WORK/sm.json" 'r["server_metrics"]["url"] == "'"$METRICS_URL"'" and r["totals"]["requests"] == 60'
+py "$WORK/sm.json" 'r["server_metrics"]["requests_served"] == r["totals"]["requests"] and r["server_metrics"]["headers_served"] == r["totals"]["headers"]'
+py "$WORK/sm.json" '0 < r["server_metrics"]["serve_seconds"]["p50"] <= r["server_metrics"]["serve_seconds"]["p99"] < 30 and r["server_metrics"]["cpu_seconds"] >= 0'
+grep -q "^server: [0-9.]* us CPU per header, [0-9.]* us per request; serve time p50 [0-9.]* ms, p99 [0-9.]* ms" \
+    "$WORK/sm.out" || fail "no server line in the summary: $(cat "$WORK/sm.out")"
+echo "ok: --server-metrics: $(python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["server_metrics"]; print(int(m["requests_served"]), "requests and", int(m["headers_served"]), "headers served, as the clients counted")' "$WORK/sm.json")"
+
+# Bad URLs are usage errors; a server that cannot be read before the run stops it from starting.
+expect_exit 2 "--server-metrics with another scheme" "only http:// URLs are supported" \
+    "$HEADERD" load --peer "$ENODE" --server-metrics "https://127.0.0.1:6060/metrics"
+expect_exit 2 "--server-metrics without a host" "http://: no host" "$HEADERD" load --peer "$ENODE" --server-metrics "http://"
+expect_exit 2 "--server-metrics with port 99999" "bad port '99999' (1..65535)" \
+    "$HEADERD" load --peer "$ENODE" --server-metrics "http://127.0.0.1:99999/metrics"
+CLOSED=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+expect_exit 1 "--server-metrics on a closed port" "http://127.0.0.1:$CLOSED/metrics: Connection refused" \
+    "$HEADERD" load --peer "$ENODE" --server-metrics "http://127.0.0.1:$CLOSED/metrics" --json "$WORK/none.json"
+[ ! -e "$WORK/none.json" ] || fail "a run that did not start wrote a report"
+expect_exit 1 "--server-metrics on a path the server does not have" "${METRICS_URL%/metrics}/nope: HTTP 404" \
+    "$HEADERD" load --peer "$ENODE" --server-metrics "${METRICS_URL%/metrics}/nope"
+
+# stub MODE: an HTTP server on 127.0.0.1 answering every GET with one canned body: `html` a web page,
+# `foreign` another exporter's metrics, `once` a headerd-like body for one request, after which it
+# exits (a server gone by the end of the run). Sets STUB_PID and STUB_URL.
+stub() {
+    rm -f "$WORK/stub.port"
+    python3 - "$1" "$WORK/stub.port" <<'PY' &
+import http.server, os, sys
+mode, port_file = sys.argv[1], sys.argv[2]
+body = {
+    "html": "<!DOCTYPE html>\n<html><body>Grafana</body></html>\n",
+    "foreign": "# TYPE node_load1 gauge\nnode_load1 0.25\n",
+    "once": 'process_cpu_seconds_total 1.5\nheaderd_headers_served_total{store="leveldb"} 10\n',
+}[mode].encode()
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+with open(port_file + ".tmp", "w") as f:
+    f.write(str(server.server_address[1]))
+os.rename(port_file + ".tmp", port_file)
+if mode == "once":
+    server.handle_request()
+else:
+    server.serve_forever()
+PY
+    STUB_PID=$!
+    for _ in $(seq 100); do
+        [ -s "$WORK/stub.port" ] && break
+        sleep 0.05
+    done
+    [ -s "$WORK/stub.port" ] || fail "the HTTP stub did not start"
+    STUB_URL="http://127.0.0.1:$(cat "$WORK/stub.port")/metrics"
+}
+stub_stop() {
+    kill "$STUB_PID" 2>/dev/null || true
+    wait "$STUB_PID" 2>/dev/null || true
+    STUB_PID=
+}
+stub html
+expect_exit 1 "--server-metrics on a web page" "$STUB_URL: metrics line 1: bad sample" \
+    "$HEADERD" load --peer "$ENODE" --server-metrics "$STUB_URL"
+stub_stop
+# Another exporter: a warning, the run goes on, the server's figures are null.
+stub foreign
+"$HEADERD" load --peer "$ENODE" --clients 2 --requests 10 --profile nethermind --server-metrics "$STUB_URL" \
+    --json "$WORK/foreign.json" --threshold verified --verbosity 2 >"$WORK/foreign.out" 2>&1 ||
+    { cat "$WORK/foreign.out" >&2; fail "load --server-metrics against another exporter"; }
+stub_stop
+grep -q "WARN.*--server-metrics $STUB_URL: none of process_cpu_seconds_total" "$WORK/foreign.out" ||
+    fail "no warning about the missing series: $(cat "$WORK/foreign.out")"
+py "$WORK/foreign.json" 'all(r["server_metrics"][k] is None for k in ["cpu_seconds","headers_served","requests_served","cpu_us_per_header"]) and r["verified"]'
+echo "ok: --server-metrics on another exporter: a warning, its figures null, the run verified"
+# The server is gone when the run ends: a warning; the report, table and thresholds stand.
+stub once
+"$HEADERD" load --peer "$ENODE" --clients 2 --requests 10 --profile nethermind --server-metrics "$STUB_URL" \
+    --json "$WORK/gone.json" --threshold verified --verbosity 2 >"$WORK/gone.out" 2>&1 ||
+    { cat "$WORK/gone.out" >&2; fail "load whose --server-metrics went away"; }
+wait "$STUB_PID" 2>/dev/null || true
+STUB_PID=
+grep -q "WARN.*--server-metrics: $STUB_URL: Connection refused; the report has no server figures" "$WORK/gone.out" ||
+    fail "no warning about the failed scrape: $(cat "$WORK/gone.out")"
+grep -q "threshold verified *ok" "$WORK/gone.out" || fail "the thresholds were not reported"
+py "$WORK/gone.json" 'r["server_metrics"] is None and r["verified"] and r["totals"]["requests"] == 10'
+echo "ok: --server-metrics gone by the end: a warning, the report written (server_metrics null), verified"
+
+# --eth V: only eth/V is offered, and headerd negotiates it.
+for v in 68 70; do
+    "$HEADERD" load --peer "$ENODE" --clients 3 --duration 1 --eth "$v" --chain "$ERA1" --json "$WORK/eth.json" \
+        --threshold verified --verbosity 1 >"$WORK/eth.out" 2>&1 || { cat "$WORK/eth.out" >&2; fail "load --eth $v"; }
+    py "$WORK/eth.json" 'r["server"]["eth_version"] == '"$v"' and r["totals"]["replies"] > 0'
+    echo "ok: --eth $v negotiated, verified"
+done
+
+# --ramp with --handshakes 1: the clients connect one at a time over half a second, all of them.
+"$HEADERD" load --peer "$ENODE" --clients 4 --duration 1.5 --ramp 0.5 --handshakes 1 --profile nethermind \
+    --json "$WORK/ramp.json" --threshold verified --verbosity 1 >"$WORK/ramp.out" 2>&1 ||
+    { cat "$WORK/ramp.out" >&2; fail "load --ramp 0.5 --handshakes 1"; }
+py "$WORK/ramp.json" 'r["clients"]["connected_max"] == 4 and r["clients"]["connect_attempts"] == 4 and r["clients"]["connect_failures"] == 0'
+echo "ok: --ramp 0.5 --handshakes 1: 4 clients connected, 4 attempts, verified"
+
+# --synthetic N:SEED against a node serving `headerd generate --count N --seed SEED`: verified; another
+# seed's clients are refused by the server, and the run says so.
+S=$WORK/syn
+"$HEADERD" generate --datadir "$S" --count 3000 --seed 7 >/dev/null 2>&1 || fail "generate"
+"$HEADERD" serve --datadir "$S" --listen 127.0.0.1:0 --workers 1 >/dev/null 2>"$WORK/syn.err" &
+SYN_PID=$!
+for _ in $(seq 100); do
+    [ -s "$S/enode" ] && break
+    sleep 0.1
+done
+[ -s "$S/enode" ] || fail "serve of the synthetic chain did not start: $(cat "$WORK/syn.err")"
+"$HEADERD" load --peer "$(cat "$S/enode")" --clients 9 --duration 1.5 --synthetic 3000:7 --json "$WORK/syn.json" \
+    --threshold verified --threshold errors==0 --verbosity 1 >"$WORK/syn.out" 2>&1 ||
+    { cat "$WORK/syn.out" >&2; fail "load --synthetic 3000:7"; }
+py "$WORK/syn.json" 'r["server"]["head"]["number"] == 2999 and r["server"]["network_id"] != 1'
+py "$WORK/syn.json" 'all(p["replies"] > 0 for p in r["profiles"]) and r["verified"]'
+echo "ok: --synthetic 3000:7: every profile verified against the generated chain"
+if "$HEADERD" load --peer "$(cat "$S/enode")" --clients 2 --duration 1 --synthetic 3000:8 --json "$WORK/syn8.json" \
+    --threshold verified --verbosity 2 >"$WORK/syn8.out" 2>&1; then
+    fail "load --synthetic 3000:8 against seed 7's chain passed"
+fi
+grep -q "WARN.*could not connect: Status: genesis mismatch" "$WORK/syn8.out" || fail "no warning: $(cat "$WORK/syn8.out")"
+grep -q "^verified: false (0 failures; first: no reply was received, [0-9]* of [0-9]* connections failed: Status: genesis mismatch: remote 0x" \
+    "$WORK/syn8.out" || fail "the verdict does not say why: $(cat "$WORK/syn8.out")"
+py "$WORK/syn8.json" 'list(r["clients"]["connect_errors"].values())[0] == r["clients"]["connect_failures"] > 0 and not r["verified"]'
+echo "ok: --synthetic 3000:8 against seed 7's chain: $(grep -o 'connections failed: Status: genesis mismatch' "$WORK/syn8.out")"
+kill "$SYN_PID"
+wait "$SYN_PID" 2>/dev/null || true
+SYN_PID=
+expect_exit 2 "--synthetic 0" "--synthetic 0: expected N or N:SEED" "$HEADERD" load --peer "$ENODE" --synthetic 0
+expect_exit 2 "--synthetic garbage" "--synthetic lots: expected N or N:SEED" "$HEADERD" load --peer "$ENODE" --synthetic lots
+expect_exit 2 "--synthetic with a bad seed" "--synthetic 3000:x: expected N or N:SEED" \
+    "$HEADERD" load --peer "$ENODE" --synthetic 3000:x
+expect_exit 2 "--synthetic with --chain" "--synthetic and --chain both name the network" \
+    "$HEADERD" load --peer "$ENODE" --synthetic 3000 --chain "$ERA1"
 
 # Open loop: a rate the server keeps up with is met; one it cannot reach reports the shortfall, and
 # its latency, counted from each request's intended send time, shows the queue (no coordinated
