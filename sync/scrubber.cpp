@@ -67,9 +67,12 @@ void ScrubMetrics::on_repaired(uint64_t n) { repaired_->Increment(static_cast<do
 void ScrubMetrics::set_damaged_files(size_t n) { damaged_files_->Set(static_cast<double>(n)); }
 
 void ScrubMetrics::set_damaged(const std::vector<uint64_t>& blocks) {
-    damaged_->Set(static_cast<double>(blocks.size()));
-    // Children are replaced only when the set changed: a scrape never sees a range missing.
-    if (blocks == exported_) return;
+    // Children are replaced only when the set changed: a scrape never sees a range missing. The
+    // count is set last, so a scrape that sees the new count sees its ranges too.
+    if (blocks == exported_) {
+        damaged_->Set(static_cast<double>(blocks.size()));
+        return;
+    }
     exported_ = blocks;
     for (prometheus::Gauge* g : range_children_) ranges_->Remove(g);
     range_children_.clear();
@@ -82,6 +85,7 @@ void ScrubMetrics::set_damaged(const std::vector<uint64_t>& blocks) {
         range_children_.push_back(&g);
         i = j + 1;
     }
+    damaged_->Set(static_cast<double>(blocks.size()));
 }
 
 Scrubber::Scrubber(db::ChainDb& db, ScrubberOptions options) : db_(db), options_(std::move(options)) {}
