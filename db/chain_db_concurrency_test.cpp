@@ -286,13 +286,9 @@ TEST_F(ChainDbConcurrency, ReadersSeeExactHeadersWhileTheWriterAppendsAndFreezes
     CountingObserver observer;
     db_->set_read_observer(&observer);
 
-    std::vector<std::unique_ptr<ChainReader>> readers;
-    std::vector<testing::ReaderThread*> threads;
-    for (size_t i = 0; i < kReaders; ++i) {
-        readers.push_back(std::make_unique<ChainReader>(*db_, i));
-        threads.push_back(readers.back().get());
-    }
-    testing::WriterStops harness(threads);
+    testing::Readers<ChainReader> pool(*db_);
+    const auto& readers = pool.readers;
+    testing::WriterStops& harness = pool.harness;
     // Makes every reader complete one whole iteration that starts after this call.
     uint64_t waits = 0;
     auto let_readers_in = [&] {

@@ -430,13 +430,9 @@ TEST_F(SkeletonConcurrency, ReadersSeeOneWholeChainWhileTheWriterLinksAndReorgan
     SlowingObserver observer;
     db_->set_read_observer(&observer);
 
-    std::vector<std::unique_ptr<SkeletonReader>> readers;
-    std::vector<testing::ReaderThread*> threads;
-    for (size_t i = 0; i < kReaders; ++i) {
-        readers.push_back(std::make_unique<SkeletonReader>(*db_, i));
-        threads.push_back(readers.back().get());
-    }
-    testing::WriterStops harness(threads);
+    testing::Readers<SkeletonReader> pool(*db_);
+    const auto& readers = pool.readers;
+    testing::WriterStops& harness = pool.harness;
 
     // The phase of each epoch, written by the writer only and read after it is joined.
     std::vector<Phase> phase_of_epoch{kStart};

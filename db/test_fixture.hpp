@@ -228,4 +228,26 @@ class WriterStops {
     std::atomic<bool> writer_done_{false};
 };
 
+// kReaders readers of type R, each made from the database and its index (its seed), and the
+// writer's side over them.
+template <class R>
+struct Readers {
+    explicit Readers(const ChainDb& db) : readers(make(db)), harness(pointers(readers)) {}
+
+    std::vector<std::unique_ptr<R>> readers;
+    WriterStops harness;
+
+  private:
+    static std::vector<std::unique_ptr<R>> make(const ChainDb& db) {
+        std::vector<std::unique_ptr<R>> out;
+        for (size_t i = 0; i < kReaders; ++i) out.push_back(std::make_unique<R>(db, i));
+        return out;
+    }
+    static std::vector<ReaderThread*> pointers(const std::vector<std::unique_ptr<R>>& rs) {
+        std::vector<ReaderThread*> out;
+        for (const auto& r : rs) out.push_back(r.get());
+        return out;
+    }
+};
+
 }  // namespace headerd::db::testing

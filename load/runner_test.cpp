@@ -159,6 +159,20 @@ class HangingListener {
         thread_.join();
     }
     p2p::Enode enode() const { return {key_.public_key(), "127.0.0.1", acceptor_.local_endpoint().port()}; }
+    // A run of `clients` clients on 2 workers against this listener, lasting `duration` with no
+    // drain, each handshake given up after `handshake`.
+    LoadConfig config(size_t clients, Clock::duration duration, Clock::duration handshake) const {
+        LoadConfig cfg;
+        cfg.peers = {enode()};
+        cfg.clients = clients;
+        cfg.workers = 2;
+        cfg.mix = *parse_mix("nethermind");
+        cfg.config = &mainnet_config();
+        cfg.duration = duration;
+        cfg.drain = 0s;
+        cfg.limits.handshake = handshake;
+        return cfg;
+    }
     std::vector<Clock::time_point> accepted() const {
         std::lock_guard lock(mu_);
         return accepted_;
@@ -409,16 +423,8 @@ TEST(LoadRunner, ASyntheticChainVerifiesAndAnotherSeedIsRefusedWithItsReason) {
 // (The slack is HEADERD_TEST_TIME_SCALE times longer in a sanitizer build.)
 TEST(LoadRunner, ClientsStartSpreadOverTheRamp) {
     HangingListener listener;
-    LoadConfig cfg;
-    cfg.peers = {listener.enode()};
-    cfg.clients = 5;
-    cfg.workers = 2;
-    cfg.mix = *parse_mix("nethermind");
-    cfg.config = &mainnet_config();
+    LoadConfig cfg = listener.config(5, 1300ms, 1500ms);
     cfg.ramp = 1s;
-    cfg.duration = 1300ms;
-    cfg.drain = 0s;
-    cfg.limits.handshake = 1500ms;
     const auto before = Clock::now();
     RunResult r = Runner(cfg).run({});
     std::vector<Clock::time_point> accepted = listener.accepted();
@@ -445,16 +451,8 @@ TEST(LoadRunner, ClientsStartSpreadOverTheRamp) {
 // server a cap of 1 still connects every client, one after the other.
 TEST(LoadRunner, TheHandshakeCapHolds) {
     HangingListener listener;
-    LoadConfig cfg;
-    cfg.peers = {listener.enode()};
-    cfg.clients = 6;
-    cfg.workers = 2;
-    cfg.mix = *parse_mix("nethermind");
-    cfg.config = &mainnet_config();
+    LoadConfig cfg = listener.config(6, 1600ms, 1s);
     cfg.max_handshakes = 2;
-    cfg.duration = 1600ms;
-    cfg.drain = 0s;
-    cfg.limits.handshake = 1s;
     RunResult r = Runner(cfg).run({});
     // Every dial completed before run() returned; the listener's thread records it at once.
     std::vector<Clock::time_point> accepted;
