@@ -161,26 +161,9 @@ mkdir -p "$workdir"
 workdir=$(cd "$workdir" && pwd)
 [ -n "$datadir" ] || datadir=$workdir/datadir
 
-# A free TCP port on this machine below the kernel's ephemeral range, so that no port the kernel
-# hands out for port-0 listeners or outgoing connections (other tests, headerd get) can take it.
-picked_ports=" "
-# free_port VAR: sets VAR to the port.
-free_port() {
-    local low used p hex
-    read -r low _ </proc/sys/net/ipv4/ip_local_port_range || low=32768
-    [ "$low" -gt 20000 ] || low=32768
-    used=$(awk 'NR > 1 { split($2, a, ":"); print a[2] }' /proc/net/tcp /proc/net/tcp6 2>/dev/null || true)
-    for _ in $(seq 500); do
-        p=$((20000 + RANDOM % (low - 20000)))
-        printf -v hex '%04X' "$p"
-        if ! grep -qx "$hex" <<<"$used" && [[ $picked_ports != *" $p "* ]]; then
-            picked_ports+="$p "
-            printf -v "$1" '%s' "$p"
-            return 0
-        fi
-    done
-    die "no free TCP port found between 20000 and $low"
-}
+# free_port
+# shellcheck source=scripts/lib/ports.sh
+source "$root/scripts/lib/ports.sh"
 # listening PORT: true when something listens on TCP port PORT on this machine.
 listening() {
     local hex

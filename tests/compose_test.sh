@@ -55,6 +55,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # poll_until
 # shellcheck source=scripts/lib/wait.sh
 source "$ROOT/scripts/lib/wait.sh"
+# free_port
+# shellcheck source=scripts/lib/ports.sh
+source "$ROOT/scripts/lib/ports.sh"
 PROJECT=headerd-compose-test
 BASE_IMAGE=headerd-test/debian:bookworm
 HEADERD_IMAGE=headerd-test/headerd:local
@@ -365,24 +368,6 @@ done_phase
 # --- 4. the stack --------------------------------------------------------------------------------
 
 phase "stack up"
-# A free TCP port on this machine below the kernel's ephemeral range (as scripts/monitor.sh does).
-picked=" "
-free_port() {
-    local low used p hex
-    read -r low _ </proc/sys/net/ipv4/ip_local_port_range || low=32768
-    [ "$low" -gt 20000 ] || low=32768
-    used=$(awk 'NR > 1 { split($2, a, ":"); print a[2] }' /proc/net/tcp /proc/net/tcp6 2>/dev/null || true)
-    for _ in $(seq 500); do
-        p=$((20000 + RANDOM % (low - 20000)))
-        printf -v hex '%04X' "$p"
-        if ! grep -qx "$hex" <<<"$used" && [[ $picked != *" $p "* ]]; then
-            picked+="$p "
-            printf -v "$1" '%s' "$p"
-            return 0
-        fi
-    done
-    die "no free TCP port found between 20000 and $low"
-}
 free_port p2p_port
 free_port metrics_port
 free_port load_port

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The sourced shell helpers of scripts/lib/: poll_until (scripts/lib/wait.sh: the wait loop of
-# scripts/monitor.sh and tests/compose_test.sh) with its three outcomes, and the chain set-up of
+# scripts/monitor.sh and tests/compose_test.sh) with its three outcomes, free_port
+# (scripts/lib/ports.sh, their port picker), and the chain set-up of
 # scripts/bench_load.sh and scripts/bench_p2p.sh (scripts/lib/bench_chain.sh) with the real binary
 # on the bundled epoch and generated chains: made once, made again when asked, nothing else in the
 # directory touched, serve on loopback, and clear failures.
@@ -69,6 +70,24 @@ poll_until 1 0.1 -- grep -q -- -x "$WORK/dash" || rc=$?
 [ "$rc" = 0 ] || fail "a condition holding -- failed: rc $rc"
 expect_fail "poll_until without --" "poll_until: no -- before the condition" poll_until 1 0.1 true
 echo "ok: the first -- ends the guard; without one poll_until refuses (rc 3)"
+
+# --- free_port (scripts/lib/ports.sh) -------------------------------------------------------------
+
+# shellcheck source=scripts/lib/ports.sh
+source "$ROOT/scripts/lib/ports.sh"
+read -r low _ </proc/sys/net/ipv4/ip_local_port_range
+[ "$low" -gt 20000 ] || low=32768
+# 40 ports picked in a row are distinct, in range, and none is listened on now.
+listened=$(awk 'NR > 1 && $4 == "0A" { split($2, a, ":"); print a[2] }' /proc/net/tcp /proc/net/tcp6)
+ports=()
+for _ in $(seq 40); do
+    free_port p || fail "free_port failed"
+    [ "$p" -ge 20000 ] && [ "$p" -lt "$low" ] || fail "free_port gave $p, outside 20000..$((low - 1))"
+    ! grep -qx "$(printf '%04X' "$p")" <<<"$listened" || fail "free_port gave $p, which is listened on"
+    ports+=("$p")
+done
+[ "$(printf '%s\n' "${ports[@]}" | sort -u | wc -l)" = 40 ] || fail "free_port gave a port twice: ${ports[*]}"
+echo "ok: free_port gave 40 distinct ports in 20000..$((low - 1)), none listened on"
 
 # --- bench_chain.sh ------------------------------------------------------------------------------
 
