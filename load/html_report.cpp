@@ -1011,6 +1011,18 @@ void run_section(std::string& out, const json::object& report) {
     definition(out, "connections",
                fmt::format("{} attempts, {} failed", count_text(number_at(clients, "connect_attempts")),
                            count_text(number_at(clients, "connect_failures"))));
+    // Why they failed, most frequent first (the report keeps every distinct reason with its count).
+    if (const json::object* reasons = object_at(clients, "connect_errors"); reasons != nullptr && !reasons->empty()) {
+        std::vector<std::pair<double, std::string>> by_count;
+        for (const auto& kv : *reasons) by_count.emplace_back(as_number(&kv.value()).value_or(0), kv.key());
+        std::stable_sort(by_count.begin(), by_count.end(),
+                         [](const auto& a, const auto& b) { return a.first > b.first; });
+        std::string list;
+        for (const auto& [n, reason] : by_count) {
+            list += fmt::format("{}{} × {}", list.empty() ? "" : "<br>", count_text(n), esc(reason));
+        }
+        definition(out, "connect errors", list);
+    }
     out += "</dl>\n</div>\n<div>\n<h2>Totals</h2>\n<dl class=\"kv\">\n";
     const auto requests = number_at(totals, "requests");
     const auto headers = number_at(totals, "headers");

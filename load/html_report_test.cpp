@@ -139,6 +139,25 @@ TEST(HtmlReport, SampleShowsVerdictTablesAndServer) {
     EXPECT_EQ(html.find("url("), std::string::npos);
 }
 
+// Why connections failed: each reason with its count, most frequent first, escaped; none listed
+// when every connection succeeded (the sample).
+TEST(HtmlReport, ConnectErrorsAreListedByCount) {
+    EXPECT_EQ(render_html_report(load_sample()).find("<dt>connect errors</dt>"), std::string::npos);
+    json::object report = load_sample();
+    json::object& clients = report["clients"].as_object();
+    clients["connect_attempts"] = 70;
+    clients["connect_failures"] = 6;
+    clients["connect_errors"] =
+        json::object{{"connect: Connection refused", 1}, {"Status: genesis mismatch: remote 0x<d4>, local 0xab", 5}};
+    const std::string html = render_html_report(report);
+    EXPECT_NE(html.find("<dt>connections</dt><dd>70 attempts, 6 failed</dd>"), std::string::npos);
+    EXPECT_NE(html.find("<dt>connect errors</dt><dd>5 × Status: genesis mismatch: remote 0x&lt;d4&gt;, local "
+                        "0xab<br>1 × connect: Connection refused</dd>"),
+              std::string::npos)
+        << html.substr(html.find("<dt>connections</dt>"), 400);
+    EXPECT_NE(html.find("6 connection attempts failed"), std::string::npos);  // the banner
+}
+
 TEST(HtmlReport, EscapesEveryTextFromTheReport) {
     json::object report = load_sample();
     const std::string evil = "<script>alert(\"x\")</script>";
