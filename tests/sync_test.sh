@@ -297,8 +297,10 @@ echo "ok: an honest sync into that datadir resumed from block $stored, fetched o
 
 # --- 4. kill -9 at random moments ----------------------------------------------------------------
 # One peer that waits 30 ms before each reply, 64 headers a request, one at a time: a whole run
-# takes ~4 s. Each run is killed after 0.05..0.45 s, then run again, until at least KILLS kills hit
-# a live sync (and at least 5 hit it while requesting headers); then a last run finishes.
+# takes ~4 s. Each run is killed after 0.05..0.45 s (HEADERD_TEST_TIME_SCALE times as wide in a
+# sanitizer build), then run again, until at least KILLS kills hit a live sync (and at least 5 hit
+# it while requesting headers); then a last run finishes. A kill that came before the run was
+# fetching moves the window's start to that moment: a loaded machine starts its runs later.
 # HEADERD_SYNC_KILLS=100 tests/sync_test.sh build/node/headerd kills it 100 times (8 headers a
 # request then, so that the sync lasts long enough).
 KILLS=${HEADERD_SYNC_KILLS:-10}
@@ -310,21 +312,28 @@ KILL_ARGS=(--peer "$(enode slow)" --head "$HEAD" --max-request "$KILL_REQUEST" -
 runs=0
 kills=0
 fetching=0
+kill_from=50
+kill_span=$((400 * ${HEADERD_TEST_TIME_SCALE:-1}))
 while { [ "$kills" -lt "$KILLS" ] || [ "$fetching" -lt 5 ]; } && [ "$runs" -lt $((KILLS * 4)) ]; do
     runs=$((runs + 1))
-    random_kill 50 450 "$WORK/kill.$runs.log" "$HEADERD" sync --datadir "$K" "${KILL_ARGS[@]}"  # (tests/lib.sh)
+    random_kill "$kill_from" $((kill_from + kill_span)) "$WORK/kill.$runs.log" \
+        "$HEADERD" sync --datadir "$K" "${KILL_ARGS[@]}"  # (tests/lib.sh)
     RC=$KILL_RC
     case $RC in
         137)  # killed while it ran (an exited process is a zombie until waited for: its exit code counts)
             kills=$((kills + 1))
-            grep -q "Requesting headers" "$WORK/kill.$runs.log" && fetching=$((fetching + 1))
+            if grep -q "Requesting headers" "$WORK/kill.$runs.log"; then
+                fetching=$((fetching + 1))
+            else
+                kill_from=$KILL_MS
+            fi
             ;;
         0) fail "kill test: run $runs finished before $KILLS kills ($kills so far): the runs are too fast" ;;
         *) fail "kill test: run $runs exited $RC: $(tail -5 "$WORK/kill.$runs.log")" ;;
     esac
 done
 [ "$kills" -ge "$KILLS" ] && [ "$fetching" -ge 5 ] ||
-    fail "kill test: $kills of $runs runs killed while running, $fetching while fetching"
+    fail "kill test: $kills of $runs runs killed while running, $fetching while fetching (the last window $kill_from..$((kill_from + kill_span)) ms)"
 runs=$((runs + 1))
 sync_ok "kill.$runs" "$K" "${KILL_ARGS[@]}"
 exact "$K" "the sync killed $kills times"
