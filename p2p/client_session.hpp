@@ -56,16 +56,17 @@ struct ClientOptions {
 // links).
 struct HeadersReply {
     uint64_t request_id{0};
-    Bytes payload;                  // the reply message as received
+    Bytes payload;                  // holds the reply message as received (the connection's read buffer)
     std::vector<ByteView> headers;  // views into payload
     Clock::duration rtt{};          // from tracking the request (just before sending) to its reply
 };
 
 struct RequestFailure {
     enum class Kind {
-        kTimeout,   // no reply by the request's deadline: counted lost, the session goes on
-        kClosed,    // the session ended (the message says why)
-        kRejected,  // not sent: in-flight cap, tracker cap
+        kTimeout,    // no reply by the request's deadline: counted lost, the session goes on
+        kClosed,     // the session ended (the message says why)
+        kRejected,   // not sent: in-flight cap, tracker cap
+        kAbandoned,  // its caller gave up on it (abandon()); the session goes on
     };
     Kind kind{Kind::kClosed};
     std::string message;
@@ -98,8 +99,15 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
     // Sends `request` under a new request id (the id in `request` is ignored) and waits for its
     // reply, its deadline (`timeout`, else options.request_timeout, else target_timeout()) or the
     // end of the session. Never throws for the peer's behaviour: failures are values.
+    // `group`: see abandon().
     asio::awaitable<RequestResult> request(eth::GetBlockHeadersRequest request,
-                                           std::optional<Clock::duration> timeout = std::nullopt);
+                                           std::optional<Clock::duration> timeout = std::nullopt, uint64_t group = 0);
+
+    // Ends every waiting request made with this non-zero `group` as kAbandoned, at once, while the
+    // session and its other requests go on: a sync that borrowed the session ends its own requests
+    // without closing its owner's session. An abandoned request stays tracked until its reply
+    // (dropped, not stale) or its deadline (lost).
+    void abandon(uint64_t group);
 
     // Says Disconnect (default: requested) and closes; pending requests fail with kClosed.
     asio::awaitable<void> close(DisconnectReason reason = DisconnectReason::kRequested);

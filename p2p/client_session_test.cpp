@@ -208,13 +208,13 @@ class ClientSessionTest : public ::testing::Test {
 
     // Starts a request in the background; its result lands in `out`.
     void start_request(eth::GetBlockHeadersRequest r, std::optional<Clock::duration> timeout,
-                       std::optional<RequestResult>& out) {
+                       std::optional<RequestResult>& out, uint64_t group = 0) {
         asio::co_spawn(
             io_,
             [](std::shared_ptr<ClientSession> s, eth::GetBlockHeadersRequest req, std::optional<Clock::duration> t,
-               std::optional<RequestResult>* result) -> asio::awaitable<void> {
-                *result = co_await s->request(req, t);
-            }(session_, r, timeout, &out),
+               uint64_t g, std::optional<RequestResult>* result) -> asio::awaitable<void> {
+                *result = co_await s->request(req, t, g);
+            }(session_, r, timeout, group, &out),
             asio::detached);
     }
 
@@ -529,6 +529,55 @@ TEST_F(ClientSessionTest, CloseFailsPendingRequestsWithClosed) {
     RequestResult after = request(ask(1, 1));
     ASSERT_FALSE(after);
     EXPECT_EQ(after.error().kind, Kind::kClosed);
+}
+
+// abandon(group) ends that group's waiting requests at once as kAbandoned (a sync lent the session
+// ends its own requests this way) and nothing else: the other group's request gets its reply, the
+// replies to the abandoned ones are dropped without counting as stale (which would end the
+// session), and the session goes on. abandon(0) ends nothing.
+TEST_F(ClientSessionTest, AbandonEndsOneGroupsRequestsAndTheSessionGoesOn) {
+    bool abandoned = false;
+    connect([&abandoned](FakeServer& f) -> asio::awaitable<void> {
+        std::vector<eth::GetBlockHeadersRequest> got;
+        for (int i = 0; i < 3; ++i) got.push_back(co_await f.next_request());
+        while (!abandoned) co_await sleep_for(5ms);
+        for (const auto& r : got) co_await f.answer(r);
+        co_await f.answer(co_await f.next_request());
+    });
+    std::vector<std::optional<RequestResult>> results(3);
+    start_request(ask(10, 2), 10s, results[0], 7);
+    start_request(ask(20, 3), 10s, results[1]);
+    start_request(ask(30, 4), 10s, results[2], 7);
+    ASSERT_TRUE(testing::run_until(io_, [&] { return fake_.requests_seen() == 3; }));
+    session_->abandon(0);
+    session_->abandon(8);
+    testing::run_until(
+        io_, [] { return false; }, 50ms);
+    EXPECT_TRUE(std::ranges::none_of(results, [](const auto& r) { return r.has_value(); }))
+        << "abandon(0) or another group's abandon ended a request";
+
+    const auto start = Clock::now();
+    session_->abandon(7);
+    ASSERT_TRUE(testing::run_until(io_, [&] { return results[0] && results[2]; }));
+    EXPECT_LT(Clock::now() - start, kSlack) << "abandoned requests waited for their timeout";
+    for (size_t i : {0, 2}) {
+        ASSERT_FALSE(*results[i]) << i;
+        EXPECT_EQ(results[i]->error().kind, Kind::kAbandoned) << results[i]->error().message;
+    }
+    EXPECT_FALSE(results[1]) << "the other group's request was ended too";
+
+    abandoned = true;
+    ASSERT_TRUE(testing::run_until(io_, [&] { return results[1].has_value(); }));
+    ASSERT_TRUE(*results[1]) << results[1]->error().message;
+    EXPECT_TRUE(testing::are_blocks((*results[1])->headers, 20, 3));
+    RequestResult next = request(ask(40, 5), 5s);
+    ASSERT_TRUE(next) << next.error().message;
+    EXPECT_TRUE(testing::are_blocks(next->headers, 40, 5));
+    EXPECT_FALSE(session_->closed());
+    EXPECT_EQ(session_->stats().stale, 0u) << "a reply to an abandoned request was taken as stale";
+    EXPECT_EQ(session_->stats().replies, 2u);
+    EXPECT_EQ(session_->stats().lost, 0u);
+    EXPECT_EQ(session_->in_flight(), 0u);
 }
 
 // A Disconnect from the peer fails the pending request with kClosed; the error carries the

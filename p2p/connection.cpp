@@ -1,7 +1,10 @@
 #include "p2p/connection.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
+#include <functional>
+#include <utility>
 
 #include <fmt/format.h>
 #include <boost/asio/as_tuple.hpp>
@@ -233,6 +236,18 @@ asio::awaitable<std::optional<Message>> Connection::read_message(Clock::time_poi
     if (!msg) throw_peer_error(msg.error(), "message");
     count(true, msg->id, header.size() + frame_.size());
     co_return *msg;
+}
+
+Bytes Connection::take_payload_buffer(ByteView payload) {
+    const auto holds = [&](const Bytes& b) {
+        const std::less_equal<const uint8_t*> le;  // a total order, also across unrelated buffers
+        return !payload.empty() && le(b.data(), payload.data()) &&
+               le(payload.data() + payload.size(), b.data() + b.size());
+    };
+    if (holds(message_)) return std::exchange(message_, Bytes());  // snappy: inflated here
+    if (holds(frame_)) return std::exchange(frame_, Bytes());      // uncompressed: decrypted in place
+    assert(payload.empty() && "take_payload_buffer: not the last read message's payload");
+    return Bytes();
 }
 
 asio::awaitable<void> Connection::write_message(uint64_t id, ByteView payload) {

@@ -113,6 +113,11 @@ class Connection {
     // kFrameTimeout. The payload view stays valid until the next read. Throws PeerError.
     // REQUIRES: one reader at a time.
     asio::awaitable<std::optional<Message>> read_message(Clock::time_point deadline);
+
+    // Hands over the buffer that holds the last read message's payload, so the payload outlives
+    // the next read without a copy: the views into `payload` (which must be that message's) stay
+    // valid and now point into the returned buffer. The next read allocates a buffer of its own.
+    Bytes take_payload_buffer(ByteView payload);
     // Writes one message (compressed once snappy is on, except Hello) within limits().write; see
     // the class comment for ordering. Throws PeerError (kWriteTimeout or kNetwork; every call after
     // a failed write throws that failure's kind at once: a partial frame leaves nothing sendable).

@@ -230,6 +230,39 @@ TEST(Connection, IdleReadReturnsNulloptAndTheStreamStaysUsable) {
     EXPECT_FALSE(none);
 }
 
+// take_payload_buffer hands over the buffer a payload lies in, without snappy (the decrypted frame)
+// and with it (the inflated message): the payload's bytes stay where they were, and stay intact
+// while later messages, small and large, are read into buffers of their own.
+TEST(Connection, ATakenPayloadOutlivesTheNextReads) {
+    testing::HangGuard guard("ATakenPayloadOutlivesTheNextReads", 60s);
+    for (const bool snappy : {false, true}) {
+        SCOPED_TRACE(snappy ? "snappy" : "plain");
+        Pair p;
+        p.connect();
+        if (snappy) {
+            p.a->enable_snappy();
+            p.b->enable_snappy();
+        }
+        std::vector<Bytes> kept;
+        std::vector<ByteView> views;
+        for (uint64_t seq = 1; seq <= 6; ++seq) {
+            testing::run_task(p.io, p.a->write_message(0x14, payload_of(seq, size_of(seq))));
+            auto m = testing::run_task(p.io, p.b->read_message(Clock::now() + 5s));
+            ASSERT_TRUE(m);
+            const uint8_t* where = m->payload.data();
+            kept.push_back(p.b->take_payload_buffer(m->payload));
+            views.push_back(m->payload);
+            EXPECT_EQ(m->payload.data(), where);
+            EXPECT_TRUE(kept.back().data() <= where &&
+                        where + m->payload.size() <= kept.back().data() + kept.back().size())
+                << "message " << seq << ": the payload is not in the buffer handed over";
+        }
+        for (uint64_t seq = 1; seq <= 6; ++seq) {
+            EXPECT_TRUE(std::ranges::equal(views[seq - 1], payload_of(seq, size_of(seq)))) << "message " << seq;
+        }
+    }
+}
+
 // Forwards bytes from `from` to `to`, at most `budget` of them once a budget is set (the rest is
 // held back for good); the relay between two socket pairs lets a test cut a frame short.
 asio::awaitable<void> forward(tcp::socket& from, tcp::socket& to, const std::optional<size_t>* budget,
