@@ -133,6 +133,9 @@ struct Follower::Impl {
                 locals[i] = local_node(*watch_key);
                 p2p::ClientOptions options;
                 options.limits.handshake = config.sync.handshake_timeout;
+                // Adoptions fetch on this session too, and the fetcher hashes every header into
+                // the proven chain: a full decode of each would only cost (as in Syncer).
+                options.check_headers = false;
                 auto session = co_await p2p::ClientSession::connect(config.peers[i], *locals[i], options);
                 sessions[i] = session;
                 p.connected = true;
@@ -184,6 +187,9 @@ struct Follower::Impl {
         spdlog::info("Adopting head                            number={} hash={}", number, to_hex0x(hash));
         SyncConfig sc = config.sync;
         sc.peers = config.peers;
+        // The sessions that watch the peers fetch too: no handshakes per adoption (a peer between
+        // two watching sessions is dialled by the syncer).
+        sc.sessions = sessions;
         sc.head_hash = hash;
         sc.head_number.reset();
         auto sync_key = rlpx::PrivateKey::generate();

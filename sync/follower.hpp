@@ -5,9 +5,9 @@
 // peers are asked (headers from our head upwards) every poll interval. A head is adopted when a
 // majority of the followed peers, and at least two, report the same hash for it; a Syncer then
 // fetches it and what lies below it in reverse down to where it joins our chain (reorgs of the
-// unfrozen tip included) and links it in. Served requests see the old chain or the new one, never
-// a mix (ChainDb::skeleton_link). After each adoption `on_head` is told, so the server can announce
-// the new range.
+// unfrozen tip included) and links it in, on the watching sessions (no handshake per adoption).
+// Served requests see the old chain or the new one, never a mix (ChainDb::skeleton_link). After
+// each adoption `on_head` is told, so the server can announce the new range.
 //
 // Threads: the follower runs on a thread of its own and is the datadir's only writer; start() and
 // stop() are called from one other thread.

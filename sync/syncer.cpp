@@ -1,8 +1,10 @@
 #include "sync/syncer.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
 #include <map>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -28,6 +30,9 @@ eth::GetBlockHeadersRequest by_number(uint64_t origin, uint64_t amount, bool rev
     return r;
 }
 
+// Each syncer's requests form a group of their own on the sessions it borrows (never 0).
+std::atomic<uint64_t> next_group{1};
+
 }  // namespace
 
 struct Syncer::Peer {
@@ -35,6 +40,7 @@ struct Syncer::Peer {
     size_t index{0};
     p2p::Enode enode;
     std::shared_ptr<p2p::ClientSession> session;
+    bool lent{false};  // the session came open from SyncConfig::sessions: the caller closes it
     PeerSummary summary;
     unsigned timeouts_in_row{0};
     unsigned empty_in_row{0};
@@ -42,7 +48,12 @@ struct Syncer::Peer {
 };
 
 Syncer::Syncer(asio::io_context& io, db::ChainDb& db, const p2p::LocalNode& local, SyncConfig config)
-    : io_(io), db_(db), local_(local), config_(std::move(config)), wake_(io, p2p::Clock::time_point::max()) {
+    : io_(io),
+      db_(db),
+      local_(local),
+      config_(std::move(config)),
+      wake_(io, p2p::Clock::time_point::max()),
+      group_(next_group.fetch_add(1, std::memory_order_relaxed)) {
     for (size_t i = 0; i < config_.peers.size(); ++i) {
         auto p = std::make_shared<Peer>(i, config_.peers[i]);
         p->summary.address = fmt::format("{}:{}", p->enode.host, p->enode.port);
@@ -104,7 +115,10 @@ void Syncer::drop(Peer& peer, const std::string& why, const char* kind) {
     spdlog::warn("Dropping peer                            peer={} client=\"{}\" reason=\"{}\"", peer.summary.address,
                  peer.summary.client, why);
     if (fetcher_) fetcher_->drop_owner(peer.index);
-    if (peer.session && !peer.session->closed()) {
+    if (peer.lent && std::string_view(kind) != "fault") {
+        // Slow or without the blocks, not lying: the owner keeps its session, minus our requests.
+        peer.session->abandon(group_);
+    } else if (peer.session && !peer.session->closed()) {
         // The coroutine holds the session: the peer's slot may drop it before the close ends.
         asio::co_spawn(
             io_,
@@ -126,6 +140,19 @@ asio::awaitable<void> Syncer::connect_all() {
     options.check_headers = false;
     options.max_in_flight = std::max<size_t>(config_.requests_per_peer, 1) + 1;
     for (auto& peer : peers_) {
+        if (peer->index < config_.sessions.size()) {
+            if (auto& open = config_.sessions[peer->index]; open && !open->closed()) {
+                peer->session = open;
+                peer->lent = true;
+                peer->summary.connected = true;
+                peer->summary.client = open->link().client_id;
+                peer->summary.fate = "connected";
+                spdlog::debug("Using the open session                   peer={} client=\"{}\" eth={}",
+                              peer->summary.address, peer->summary.client, open->link().version);
+                --pending;
+                continue;
+            }
+        }
         asio::co_spawn(
             io_,
             [this, peer, options]() -> asio::awaitable<void> {
@@ -161,7 +188,7 @@ asio::awaitable<Outcome<Syncer::Target>> Syncer::resolve_target() {
             req.origin = eth::HashOrNumber::of(want);
             req.amount = 1;
             ++peer->summary.requests;
-            auto r = co_await peer->session->request(req, timeout);
+            auto r = co_await peer->session->request(req, timeout, group_);
             if (!r) {
                 if (r.error().kind == p2p::RequestFailure::Kind::kTimeout) ++peer->summary.timeouts;
                 peer->summary.fate = fmt::format("no head header: {}", r.error().message);
@@ -201,7 +228,7 @@ asio::awaitable<Outcome<Syncer::Target>> Syncer::resolve_target() {
     for (auto& peer : peers_) {
         if (!peer->alive()) continue;
         ++peer->summary.requests;
-        auto r = co_await peer->session->request(by_number(number, 1, false), timeout);
+        auto r = co_await peer->session->request(by_number(number, 1, false), timeout, group_);
         if (!r || r->headers.size() != 1) continue;
         count_reply(*peer, r->rtt);
         auto peek = peek_header(r->headers.front());
@@ -426,8 +453,8 @@ asio::awaitable<void> Syncer::peer_loop(std::shared_ptr<Peer> peer) {
         result_.highest_requested = std::max(result_.highest_requested, task->origin);
         spdlog::debug("Requesting headers                       peer={} origin={} amount={} reverse=true",
                       peer->summary.address, task->origin, task->amount);
-        auto reply =
-            co_await peer->session->request(by_number(task->origin, task->amount, true), config_.request_timeout);
+        auto reply = co_await peer->session->request(by_number(task->origin, task->amount, true),
+                                                     config_.request_timeout, group_);
         if (!fetcher_) co_return;  // the fetch ended meanwhile
         if (!reply) {
             fetcher_->release(*task);
@@ -448,6 +475,7 @@ asio::awaitable<void> Syncer::peer_loop(std::shared_ptr<Peer> peer) {
                     }
                     break;
                 case p2p::RequestFailure::Kind::kRejected:
+                case p2p::RequestFailure::Kind::kAbandoned:  // by close_all: the fetch is over
                     break;
             }
             notify();
@@ -488,7 +516,11 @@ asio::awaitable<void> Syncer::close_all() {
         if (peer->session && !peer->session->closed()) {
             if (!peer->summary.dropped && peer->summary.fate == "connected")
                 peer->summary.fate = "served until the end";
-            co_await peer->session->close();
+            if (peer->lent) {
+                peer->session->abandon(group_);  // the owner's session goes on; our requests end
+            } else {
+                co_await peer->session->close();
+            }
         }
     }
 }

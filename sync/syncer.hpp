@@ -37,6 +37,11 @@ namespace asio = boost::asio;
 
 struct SyncConfig {
     std::vector<p2p::Enode> peers;
+    // Sessions already open to some of `peers` (same index; a null or closed one is dialled as
+    // usual). The syncer uses them as its own but leaves them open when it ends: they belong to
+    // the caller (serve --follow lends the sessions that watch its peers). One it drops for a fault
+    // is disconnected all the same. REQUIRES: they run on the syncer's io_context.
+    std::vector<std::shared_ptr<p2p::ClientSession>> sessions;
     // The trusted head: its hash, or a number whose hash a majority (at least two) of the peers give.
     std::optional<Hash32> head_hash;
     std::optional<uint64_t> head_number;
@@ -154,6 +159,8 @@ class Syncer {
     SyncProgress progress_;
     SyncResult result_;
     p2p::Clock::time_point last_durable_{};
+    // The group of this syncer's requests: close_all() abandons those on lent sessions.
+    uint64_t group_;
 };
 
 }  // namespace headerd::sync

@@ -25,6 +25,21 @@ wait_head() {
     fail "follower head is $(head_of "$1"), not $2, after $3 s; log: $(tail -5 "$WORK/$4.log")"
 }
 
+# handshakes NAME -> "W S A": sessions the follower NAME dialled to watch its peers, sessions its
+# downloads dialled, and the downloads it ran (heads adopted or refused), from its log.
+handshakes() {
+    local log=$WORK/$1.log
+    echo "$(grep -c 'Following peer ' "$log") $(grep -c 'Connected  *peer=' "$log") $(grep -c 'Adopting head ' "$log")"
+}
+# no_download_dials NAME: NAME's downloads ran on its watching sessions, with no handshake of their own.
+no_download_dials() {
+    local w s a
+    read -r w s a <<<"$(handshakes "$1")"
+    echo "$1: $a downloads, $w watching sessions dialled, $s dialled by the downloads"
+    [ "$a" -ge 1 ] || fail "$1 ran no download"
+    [ "$s" = 0 ] || fail "$1's downloads dialled $s sessions beside its watching ones: $(grep 'Connected  *peer=' "$WORK/$1.log")"
+}
+
 # The epoch, and prefixes of it.
 "$HEADERD" import --datadir "$WORK/src" "$ERA1" >/dev/null 2>&1
 "$HEADERD" export --datadir "$WORK/src" --from 0 --count 2048 --out "$WORK/q.rlp" >/dev/null 2>&1
@@ -98,6 +113,7 @@ sessions=$(grep -c "Following peer .*peer=127.0.0.1:$PF " "$WORK/g.log" || true)
 [ "$sessions" = 1 ] || fail "g dialled f $sessions times; it should have learnt f's heads on one session"
 echo "ok: a follower of the follower reached 8191 on one session to it: f announced its new range"
 stop g
+no_download_dials g
 
 # 4. A reorg of the tip: both upstreams now serve a chain that leaves mainnet at block 8100 (restarted
 #    on their ports and node keys with the forged chain imported). The follower moves its canonical
@@ -145,6 +161,8 @@ cmp -s "$WORK/f.rlp" "$WORK/forged.rlp" || fail "the follower's chain differs fr
 ancient=$(json_field "$("$HEADERD" inspect --datadir "$WORK/f" --json)" ancient_items)
 [ "$ancient" = 7192 ] || fail "the follower's freezer holds $ancient headers, expected 7192"
 echo "ok: the follower's datadir is the chain it followed byte for byte (mainnet to 8099, then the fork), verify passes, freezer at 7192"
+no_download_dials f
+echo "ok: the follower's downloads (adoptions, the reorg, the refused fork) used its watching sessions"
 restart_upstream a "$PA" "$DATA/mainnet-headers-0-8191.rlp"
 
 # 6. An eth/68 upstream (the ethereumjs test server, which has no BlockRangeUpdate) beside an eth/69+
@@ -166,3 +184,4 @@ wait_head "$MG" 8191 15 e
 grep -q 'eth=68' "$WORK/e.log" || fail "follower e did not talk eth/68 to the ethereumjs server"
 echo "ok: an eth/68 upstream's head is learned by polling and followed"
 stop e
+no_download_dials e
