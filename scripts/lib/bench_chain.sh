@@ -9,11 +9,14 @@
 source "$(dirname "${BASH_SOURCE[0]}")/wait.sh"
 
 # bench_build BUILD_DIR TARGET...: configures BUILD_DIR as a Release build with warnings as errors
-# and builds TARGET... (at a lower priority); sets headerd to its binary.
+# and builds TARGET... (at a lower priority, through ccache as the test command's builds: another
+# checkout's release build then costs only what differs); sets headerd to its binary.
 bench_build() {
     local dir=$1
     shift
-    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHEADERD_WERROR=ON >/dev/null
+    # shellcheck source=scripts/ccache.sh
+    source scripts/ccache.sh
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHEADERD_WERROR=ON "${headerd_launcher[@]}" >/dev/null
     nice cmake --build "$dir" --parallel "$(nproc)" --target "$@"
     headerd=$dir/node/headerd
 }
