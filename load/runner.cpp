@@ -452,6 +452,8 @@ asio::awaitable<bool> Runner::Impl::one_request(Client& c, Planned p, std::optio
             outcome = RequestOutcome::kInvalid;
             record_invalid(c, p, v.failure);
         }
+        // Done with the headers (the facts are copies): the next reply reuses the buffer.
+        c.session->recycle(std::move(*result));
     } else if (result.error().kind == p2p::RequestFailure::Kind::kTimeout) {
         outcome = RequestOutcome::kTimeout;
         {

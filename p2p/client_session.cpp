@@ -138,6 +138,11 @@ void ClientSession::abandon(uint64_t group) {
     }
 }
 
+void ClientSession::recycle(HeadersReply&& reply) noexcept {
+    reply.headers.clear();
+    conn_->give_payload_buffer(std::move(reply.payload));
+}
+
 void ClientSession::fail_all(const std::string& why) {
     for (auto& [id, w] : waiters_) {
         if (!w->result) finish(*w, failure(RequestFailure::Kind::kClosed, why));

@@ -109,6 +109,11 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
     // (dropped, not stale) or its deadline (lost).
     void abandon(uint64_t group);
 
+    // Hands a reply the caller is done with back to the connection, whose next reply then reuses
+    // its buffer instead of allocating and zeroing another (the load generator does so after
+    // verifying each reply). Its header views die here.
+    void recycle(HeadersReply&& reply) noexcept;
+
     // Says Disconnect (default: requested) and closes; pending requests fail with kClosed.
     asio::awaitable<void> close(DisconnectReason reason = DisconnectReason::kRequested);
 

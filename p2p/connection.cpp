@@ -244,10 +244,16 @@ Bytes Connection::take_payload_buffer(ByteView payload) {
         return !payload.empty() && le(b.data(), payload.data()) &&
                le(payload.data() + payload.size(), b.data() + b.size());
     };
-    if (holds(message_)) return std::exchange(message_, Bytes());  // snappy: inflated here
-    if (holds(frame_)) return std::exchange(frame_, Bytes());      // uncompressed: decrypted in place
-    assert(payload.empty() && "take_payload_buffer: not the last read message's payload");
-    return Bytes();
+    Bytes* holder = holds(message_) ? &message_ : holds(frame_) ? &frame_ : nullptr;  // snappy, or not
+    if (holder == nullptr) {
+        assert(payload.empty() && "take_payload_buffer: not the last read message's payload");
+        return Bytes();
+    }
+    return std::exchange(*holder, std::exchange(spare_, Bytes()));
+}
+
+void Connection::give_payload_buffer(Bytes buffer) noexcept {
+    if (buffer.capacity() <= kKeepBufferBytes && buffer.capacity() > spare_.capacity()) spare_ = std::move(buffer);
 }
 
 asio::awaitable<void> Connection::write_message(uint64_t id, ByteView payload) {

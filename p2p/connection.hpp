@@ -118,6 +118,10 @@ class Connection {
     // the next read without a copy: the views into `payload` (which must be that message's) stay
     // valid and now point into the returned buffer. The next read allocates a buffer of its own.
     Bytes take_payload_buffer(ByteView payload);
+    // Gives a buffer back (one whose payload the caller is done with) for the read after the next
+    // take_payload_buffer to use: a buffer already that large is neither allocated nor zeroed
+    // again. One is kept, the largest up to the size the connection keeps anyway.
+    void give_payload_buffer(Bytes buffer) noexcept;
     // Writes one message (compressed once snappy is on, except Hello) within limits().write; see
     // the class comment for ordering. Throws PeerError (kWriteTimeout or kNetwork; every call after
     // a failed write throws that failure's kind at once: a partial frame leaves nothing sendable).
@@ -193,6 +197,7 @@ class Connection {
     size_t ahead_end_{0};
     Bytes frame_;    // encrypted body as read, decrypted in place
     Bytes message_;  // decompressed payload
+    Bytes spare_;    // given back by give_payload_buffer: the next buffer take_payload_buffer leaves
 
     // Write side.
     std::unique_ptr<WriteBuffers> own_buffers_;

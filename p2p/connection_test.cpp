@@ -232,7 +232,8 @@ TEST(Connection, IdleReadReturnsNulloptAndTheStreamStaysUsable) {
 
 // take_payload_buffer hands over the buffer a payload lies in, without snappy (the decrypted frame)
 // and with it (the inflated message): the payload's bytes stay where they were, and stay intact
-// while later messages, small and large, are read into buffers of their own.
+// while later messages, small and large, are read into buffers of their own. A buffer given back
+// with give_payload_buffer is read into again.
 TEST(Connection, ATakenPayloadOutlivesTheNextReads) {
     testing::HangGuard guard("ATakenPayloadOutlivesTheNextReads", 60s);
     for (const bool snappy : {false, true}) {
@@ -259,6 +260,20 @@ TEST(Connection, ATakenPayloadOutlivesTheNextReads) {
         }
         for (uint64_t seq = 1; seq <= 6; ++seq) {
             EXPECT_TRUE(std::ranges::equal(views[seq - 1], payload_of(seq, size_of(seq)))) << "message " << seq;
+        }
+        // A buffer given back (the 700 KB one) is where the message after the next one is read:
+        // the next take leaves it in place of the buffer it hands out.
+        const uint8_t* given = kept[3].data();
+        const size_t capacity = kept[3].capacity();
+        p.b->give_payload_buffer(std::move(kept[3]));
+        for (uint64_t seq = 7; seq <= 8; ++seq) {
+            testing::run_task(p.io, p.a->write_message(0x14, payload_of(seq, 1000)));
+            auto m = testing::run_task(p.io, p.b->read_message(Clock::now() + 5s));
+            ASSERT_TRUE(m);
+            EXPECT_TRUE(std::ranges::equal(m->payload, payload_of(seq, 1000))) << "message " << seq;
+            const bool in_given = m->payload.data() >= given && m->payload.data() + 1000 <= given + capacity;
+            EXPECT_EQ(in_given, seq == 8) << "message " << seq;
+            kept.push_back(p.b->take_payload_buffer(m->payload));
         }
     }
 }
