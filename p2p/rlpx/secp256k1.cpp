@@ -56,6 +56,31 @@ Result<PublicKey> PublicKey::from_bytes(ByteView xy) noexcept {
     return key;
 }
 
+Result<PublicKey> PublicKey::from_compressed(ByteView sec1) noexcept {
+    if (sec1.size() != kCompressedKeySize) return make_error_code(Errc::kInvalidPublicKey);
+    secp256k1_pubkey parsed;
+    if (secp256k1_ec_pubkey_parse(context(), &parsed, sec1.data(), sec1.size()) != 1) {
+        return make_error_code(Errc::kInvalidPublicKey);
+    }
+    unsigned char buf[1 + kPublicKeySize];
+    size_t len = sizeof(buf);
+    if (secp256k1_ec_pubkey_serialize(context(), buf, &len, &parsed, SECP256K1_EC_UNCOMPRESSED) != 1 ||
+        len != sizeof(buf)) {
+        return make_error_code(Errc::kCryptoFailure);
+    }
+    PublicKey key;
+    std::memcpy(key.bytes_.data(), buf + 1, kPublicKeySize);
+    return key;
+}
+
+std::array<uint8_t, kCompressedKeySize> PublicKey::compressed() const noexcept {
+    // The point is on the curve (the invariant): its compressed form is 0x02 | (Y & 1), then X.
+    std::array<uint8_t, kCompressedKeySize> out{};
+    out[0] = static_cast<uint8_t>(0x02 | (bytes_[kPublicKeySize - 1] & 1));
+    std::memcpy(out.data() + 1, bytes_.data(), 32);
+    return out;
+}
+
 Hash32 PublicKey::node_id() const noexcept { return keccak256(bytes_); }
 
 Result<PrivateKey> PrivateKey::from_bytes(ByteView scalar) noexcept {
@@ -133,6 +158,17 @@ Result<PublicKey> recover(ByteView signature, const Hash32& message) noexcept {
         return make_error_code(Errc::kCryptoFailure);
     }
     return PublicKey::from_bytes(ByteView{buf + 1, kPublicKeySize});
+}
+
+Result<void> verify(ByteView signature, const Hash32& message, const PublicKey& key) noexcept {
+    if (signature.size() != kPlainSignatureSize) return make_error_code(Errc::kInvalidSignature);
+    secp256k1_ecdsa_signature sig;
+    secp256k1_pubkey parsed;
+    if (secp256k1_ecdsa_signature_parse_compact(context(), &sig, signature.data()) != 1 || !parse(key, parsed) ||
+        secp256k1_ecdsa_verify(context(), &sig, message.data(), &parsed) != 1) {
+        return make_error_code(Errc::kInvalidSignature);
+    }
+    return {};
 }
 
 Result<void> random_bytes(std::span<uint8_t> out) noexcept {

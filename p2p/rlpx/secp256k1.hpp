@@ -15,8 +15,10 @@
 namespace headerd::rlpx {
 
 inline constexpr size_t kPrivateKeySize = 32;
-inline constexpr size_t kPublicKeySize = 64;  // X || Y, no 0x04 prefix (devp2p "pubkey64")
-inline constexpr size_t kSignatureSize = 65;  // r || s || v, v in {0, 1}
+inline constexpr size_t kPublicKeySize = 64;       // X || Y, no 0x04 prefix (devp2p "pubkey64")
+inline constexpr size_t kSignatureSize = 65;       // r || s || v, v in {0, 1}
+inline constexpr size_t kCompressedKeySize = 33;   // 0x02 or 0x03 (the parity of Y) || X
+inline constexpr size_t kPlainSignatureSize = 64;  // r || s, no recovery id (ENR's "v4" scheme)
 
 using Signature = std::array<uint8_t, kSignatureSize>;
 
@@ -25,6 +27,10 @@ class PublicKey {
   public:
     // 64 bytes X || Y. Errc::kInvalidPublicKey if the length is wrong or the point is off the curve.
     static Result<PublicKey> from_bytes(ByteView xy) noexcept;
+    // 33 bytes in SEC1 compressed form. Errc::kInvalidPublicKey if malformed or off the curve.
+    static Result<PublicKey> from_compressed(ByteView sec1) noexcept;
+
+    std::array<uint8_t, kCompressedKeySize> compressed() const noexcept;
 
     const std::array<uint8_t, kPublicKeySize>& bytes() const noexcept { return bytes_; }
     // devp2p node id: keccak256 of the 64 bytes.
@@ -69,6 +75,10 @@ Result<Hash32> ecdh(const PrivateKey& key, const PublicKey& point) noexcept;
 Result<Signature> sign_recoverable(const PrivateKey& key, const Hash32& message) noexcept;
 // The public key that made `signature` over `message`; Errc::kInvalidSignature if none.
 Result<PublicKey> recover(ByteView signature, const Hash32& message) noexcept;
+
+// Checks a 64-byte r || s signature of `message` by `key` (libsecp256k1's rule: s in the lower
+// half, as signing produces it). Errc::kInvalidSignature if it is malformed or does not match.
+Result<void> verify(ByteView signature, const Hash32& message, const PublicKey& key) noexcept;
 
 // Fills `out` from OpenSSL's CSPRNG.
 Result<void> random_bytes(std::span<uint8_t> out) noexcept;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/keccak.hpp"
 #include "p2p/rlpx/test_util.hpp"
 #include "p2p/rlpx/test_vectors.hpp"
@@ -160,6 +162,58 @@ TEST(Secp256k1, InvalidSignatures) {
         ASSERT_FALSE(pub) << to_hex(b);
         EXPECT_EQ(pub.error(), Errc::kInvalidSignature);
     }
+}
+
+// The compressed form (ENR's "secp256k1" entry): 0x02 or 0x03 by the parity of Y, then X, and
+// back to the same key; other lengths, prefixes and X values off the curve are refused.
+TEST(Secp256k1, CompressedKeysRoundTrip) {
+    for (int i = 0; i < 16; ++i) {
+        const PrivateKey key = *PrivateKey::generate();
+        const auto c = key.public_key().compressed();
+        EXPECT_EQ(c[0], 0x02 | (key.public_key().bytes()[63] & 1));
+        EXPECT_TRUE(std::equal(c.begin() + 1, c.end(), key.public_key().bytes().begin()));
+        auto back = PublicKey::from_compressed(c);
+        ASSERT_TRUE(back);
+        EXPECT_EQ(*back, key.public_key());
+    }
+    const auto c = PrivateKey::generate()->public_key().compressed();
+    Bytes prefix04(c.begin(), c.end());
+    prefix04[0] = 0x04;
+    const Bytes cases[] = {Bytes(c.begin(), c.end() - 1), prefix04, Bytes(33, 0x00), Bytes(65, 0x04), Bytes{}};
+    for (const Bytes& b : cases) {
+        auto key = PublicKey::from_compressed(b);
+        ASSERT_FALSE(key) << to_hex(b);
+        EXPECT_EQ(key.error(), Errc::kInvalidPublicKey);
+    }
+}
+
+// verify() takes the 64-byte r || s of a signature: the signer's key and message pass; another
+// key, another message, a changed byte, a high s and other lengths do not.
+TEST(Secp256k1, VerifyPlainSignatures) {
+    const PrivateKey key = *PrivateKey::generate();
+    const Hash32 message = keccak256(ByteView{reinterpret_cast<const uint8_t*>("enr"), 3});
+    const Signature sig = *sign_recoverable(key, message);
+    const ByteView plain{sig.data(), kPlainSignatureSize};
+    EXPECT_TRUE(verify(plain, message, key.public_key()));
+    EXPECT_EQ(verify(plain, message, PrivateKey::generate()->public_key()).error(), Errc::kInvalidSignature);
+    Hash32 other = message;
+    other[0] ^= 1;
+    EXPECT_EQ(verify(plain, other, key.public_key()).error(), Errc::kInvalidSignature);
+    Bytes changed(plain.begin(), plain.end());
+    changed[40] ^= 1;
+    EXPECT_EQ(verify(changed, message, key.public_key()).error(), Errc::kInvalidSignature);
+    EXPECT_EQ(verify(ByteView{sig}, message, key.public_key()).error(), Errc::kInvalidSignature);  // 65 bytes
+    EXPECT_EQ(verify(plain.first(63), message, key.public_key()).error(), Errc::kInvalidSignature);
+    // s replaced by n - s: the same signature in its high-s form, which libsecp256k1 refuses.
+    const Bytes n = hex("fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141");
+    Bytes high(plain.begin(), plain.end());
+    int borrow = 0;
+    for (int i = 31; i >= 0; --i) {
+        const int d = n[static_cast<size_t>(i)] - plain[32 + static_cast<size_t>(i)] - borrow;
+        high[32 + static_cast<size_t>(i)] = static_cast<uint8_t>(d & 0xff);
+        borrow = d < 0 ? 1 : 0;
+    }
+    EXPECT_EQ(verify(high, message, key.public_key()).error(), Errc::kInvalidSignature);
 }
 
 }  // namespace
