@@ -29,8 +29,6 @@ class EnrCategory final : public std::error_category {
                 return "secp256k1 entry missing or not a compressed public key";
             case EnrError::kBadSignature:
                 return "signature does not verify";
-            case EnrError::kBadValue:
-                return "a known entry has a value of the wrong shape";
             case EnrError::kBadText:
                 return "not enr: followed by URL-safe base64 without padding";
         }
@@ -59,10 +57,14 @@ std::optional<ByteView> string_item(ByteView item) noexcept {
     return *s;
 }
 
+// A port: a big-endian integer of at most 2 bytes. Leading zeros are accepted: @chainsafe/enr
+// writes every port as 2 bytes (port 1 as 00 01), which a strict RLP integer reader would refuse.
 std::optional<uint16_t> port_item(ByteView item) noexcept {
-    auto v = rlp::decode_uint64(item);
-    if (!v || !item.empty() || *v > 0xffff) return std::nullopt;
-    return static_cast<uint16_t>(*v);
+    auto s = string_item(item);
+    if (!s || s->size() > 2) return std::nullopt;
+    uint16_t port = 0;
+    for (uint8_t b : *s) port = static_cast<uint16_t>((port << 8) | b);
+    return port;
 }
 
 std::optional<ForkId> fork_id_item(ByteView item) noexcept {
@@ -78,26 +80,6 @@ std::optional<ForkId> fork_id_item(ByteView item) noexcept {
     std::memcpy(id.hash.data(), hash->data(), 4);
     id.next = *next;
     return id;
-}
-
-// Whether the known entries have their shapes (unknown keys are kept as they are).
-bool known_values_ok(const std::map<std::string, Bytes, std::less<>>& pairs) noexcept {
-    for (const auto& [key, value] : pairs) {
-        bool ok = true;
-        if (key == "ip") {
-            auto s = string_item(value);
-            ok = s && s->size() == 4;
-        } else if (key == "ip6") {
-            auto s = string_item(value);
-            ok = s && s->size() == 16;
-        } else if (key == "tcp" || key == "udp" || key == "tcp6" || key == "udp6") {
-            ok = port_item(value).has_value();
-        } else if (key == "eth") {
-            ok = fork_id_item(value).has_value();
-        }
-        if (!ok) return false;
-    }
-    return true;
 }
 
 std::string base64url(ByteView data) {
@@ -200,7 +182,6 @@ Result<Enr> Enr::decode(ByteView rlp) noexcept {
     rlp::encode_header(content, rlp::Header{true, content_body.size()});
     content.insert(content.end(), content_body.begin(), content_body.end());
     if (!rlpx::verify(*signature, keccak256(content), *key)) return make_error_code(EnrError::kBadSignature);
-    if (!known_values_ok(enr.pairs_)) return make_error_code(EnrError::kBadValue);
     enr.key_ = *key;
     enr.encoded_.assign(rlp.begin(), rlp.end());
     return enr;

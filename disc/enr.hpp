@@ -36,7 +36,6 @@ enum class EnrError {
     kUnknownScheme,  // no "id", or an identity scheme other than "v4"
     kBadKey,         // "secp256k1" missing or not a compressed point on the curve
     kBadSignature,   // the signature does not verify with the record's key
-    kBadValue,       // a known key's value has the wrong shape (an ip of 5 bytes, a port above 65535)
     kBadText,        // not "enr:" followed by URL-safe base64 without padding
 };
 
@@ -64,8 +63,8 @@ class Enr {
     // Every key and its RLP item, in order.
     const std::map<std::string, Bytes, std::less<>>& pairs() const noexcept { return pairs_; }
 
-    // The known entries, decoded; nullopt when absent. A present value of the wrong shape is
-    // refused by decode (kBadValue), so these never fail.
+    // The known entries, decoded; nullopt when absent or of the wrong shape (an ip of 5 bytes, a
+    // port of 3). As in geth, such a value does not make the record invalid: only its reader fails.
     std::optional<std::array<uint8_t, 4>> ip() const noexcept;
     std::optional<std::array<uint8_t, 16>> ip6() const noexcept;
     std::optional<uint16_t> tcp() const noexcept;
