@@ -205,23 +205,19 @@ std::optional<ByteView> Enr::value(std::string_view key) const noexcept {
     return ByteView{it->second};
 }
 
-std::optional<std::array<uint8_t, 4>> Enr::ip() const noexcept {
-    auto v = value("ip");
+template <size_t N>
+std::optional<std::array<uint8_t, N>> Enr::fixed(std::string_view key) const noexcept {
+    auto v = value(key);
     auto s = v ? string_item(*v) : std::nullopt;
-    if (!s || s->size() != 4) return std::nullopt;
-    std::array<uint8_t, 4> out;
-    std::memcpy(out.data(), s->data(), 4);
+    if (!s || s->size() != N) return std::nullopt;
+    std::array<uint8_t, N> out;
+    std::memcpy(out.data(), s->data(), N);
     return out;
 }
 
-std::optional<std::array<uint8_t, 16>> Enr::ip6() const noexcept {
-    auto v = value("ip6");
-    auto s = v ? string_item(*v) : std::nullopt;
-    if (!s || s->size() != 16) return std::nullopt;
-    std::array<uint8_t, 16> out;
-    std::memcpy(out.data(), s->data(), 16);
-    return out;
-}
+std::optional<std::array<uint8_t, 4>> Enr::ip() const noexcept { return fixed<4>("ip"); }
+
+std::optional<std::array<uint8_t, 16>> Enr::ip6() const noexcept { return fixed<16>("ip6"); }
 
 std::optional<uint16_t> Enr::tcp() const noexcept {
     auto v = value("tcp");

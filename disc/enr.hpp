@@ -78,6 +78,9 @@ class Enr {
   private:
     friend class EnrBuilder;
     Enr() = default;
+    // The string value of `key` if it is N bytes long.
+    template <size_t N>
+    std::optional<std::array<uint8_t, N>> fixed(std::string_view key) const noexcept;
 
     Bytes encoded_;
     uint64_t seq_{0};

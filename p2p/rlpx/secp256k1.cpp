@@ -45,6 +45,18 @@ bool parse(const PublicKey& key, secp256k1_pubkey& out) noexcept {
     return secp256k1_ec_pubkey_parse(context(), &out, buf, sizeof(buf)) == 1;
 }
 
+// Writes the point's X || Y (64 bytes, the uncompressed form without its 0x04) to `xy`.
+bool serialize_xy(const secp256k1_pubkey& point, uint8_t* xy) noexcept {
+    unsigned char buf[1 + kPublicKeySize];
+    size_t len = sizeof(buf);
+    if (secp256k1_ec_pubkey_serialize(context(), buf, &len, &point, SECP256K1_EC_UNCOMPRESSED) != 1 ||
+        len != sizeof(buf)) {
+        return false;
+    }
+    std::memcpy(xy, buf + 1, kPublicKeySize);
+    return true;
+}
+
 }  // namespace
 
 Result<PublicKey> PublicKey::from_bytes(ByteView xy) noexcept {
@@ -62,14 +74,8 @@ Result<PublicKey> PublicKey::from_compressed(ByteView sec1) noexcept {
     if (secp256k1_ec_pubkey_parse(context(), &parsed, sec1.data(), sec1.size()) != 1) {
         return make_error_code(Errc::kInvalidPublicKey);
     }
-    unsigned char buf[1 + kPublicKeySize];
-    size_t len = sizeof(buf);
-    if (secp256k1_ec_pubkey_serialize(context(), buf, &len, &parsed, SECP256K1_EC_UNCOMPRESSED) != 1 ||
-        len != sizeof(buf)) {
-        return make_error_code(Errc::kCryptoFailure);
-    }
     PublicKey key;
-    std::memcpy(key.bytes_.data(), buf + 1, kPublicKeySize);
+    if (!serialize_xy(parsed, key.bytes_.data())) return make_error_code(Errc::kCryptoFailure);
     return key;
 }
 
@@ -92,13 +98,7 @@ Result<PrivateKey> PrivateKey::from_bytes(ByteView scalar) noexcept {
     if (secp256k1_ec_pubkey_create(context(), &pub, key.bytes_.data()) != 1) {
         return make_error_code(Errc::kInvalidPrivateKey);
     }
-    unsigned char buf[1 + kPublicKeySize];
-    size_t len = sizeof(buf);
-    if (secp256k1_ec_pubkey_serialize(context(), buf, &len, &pub, SECP256K1_EC_UNCOMPRESSED) != 1 ||
-        len != sizeof(buf)) {
-        return make_error_code(Errc::kCryptoFailure);
-    }
-    std::memcpy(key.public_key_.bytes_.data(), buf + 1, kPublicKeySize);
+    if (!serialize_xy(pub, key.public_key_.bytes_.data())) return make_error_code(Errc::kCryptoFailure);
     return key;
 }
 
@@ -151,13 +151,9 @@ Result<PublicKey> recover(ByteView signature, const Hash32& message) noexcept {
     if (secp256k1_ecdsa_recover(context(), &pub, &sig, message.data()) != 1) {
         return make_error_code(Errc::kInvalidSignature);
     }
-    unsigned char buf[1 + kPublicKeySize];
-    size_t len = sizeof(buf);
-    if (secp256k1_ec_pubkey_serialize(context(), buf, &len, &pub, SECP256K1_EC_UNCOMPRESSED) != 1 ||
-        len != sizeof(buf)) {
-        return make_error_code(Errc::kCryptoFailure);
-    }
-    return PublicKey::from_bytes(ByteView{buf + 1, kPublicKeySize});
+    std::array<uint8_t, kPublicKeySize> xy;
+    if (!serialize_xy(pub, xy.data())) return make_error_code(Errc::kCryptoFailure);
+    return PublicKey::from_bytes(xy);
 }
 
 Result<void> verify(ByteView signature, const Hash32& message, const PublicKey& key) noexcept {
