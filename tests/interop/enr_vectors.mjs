@@ -4,6 +4,8 @@
 // fixed keys), so running it again writes the same file:
 //
 //   node tests/interop/enr_vectors.mjs > tests/data/enr-chainsafe.json
+//
+// The addresses below are record contents only: the script opens no socket and sends nothing.
 import { SignableENR, ENR } from "@chainsafe/enr";
 
 const hex = (b) => Buffer.from(b).toString("hex");
