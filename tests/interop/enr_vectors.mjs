@@ -5,7 +5,8 @@
 //
 //   node tests/interop/enr_vectors.mjs > tests/data/enr-chainsafe.json
 //
-// The addresses below are record contents only: the script opens no socket and sends nothing.
+// The addresses below are record contents only (loopback ones even so): the script opens no
+// socket and sends nothing.
 import { SignableENR, ENR } from "@chainsafe/enr";
 
 const hex = (b) => Buffer.from(b).toString("hex");
@@ -15,9 +16,9 @@ const cases = [
   { seq: 1n },
   { seq: 1n, ip: "127.0.0.1", udp: 30303 },
   { seq: 2n, ip: "127.0.0.1", tcp: 30303, udp: 30303 },
-  { seq: 7n, ip: "10.1.2.3", tcp: 1, udp: 65535, ip6: "::1", tcp6: 30304, udp6: 30305 },
-  { seq: 1000n, ip6: "2001:db8::7", udp6: 9000 },
-  { seq: 18446744073709551615n, ip: "192.168.0.1", tcp: 30303, extra: { zz: "6869" } },
+  { seq: 7n, ip: "127.1.2.3", tcp: 1, udp: 65535, ip6: "::1", tcp6: 30304, udp6: 30305 },
+  { seq: 1000n, ip6: "::1", udp6: 9000 },
+  { seq: 18446744073709551615n, ip: "127.0.0.2", tcp: 30303, extra: { zz: "6869" } },
 ];
 
 const out = cases.map((c, i) => {
