@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -83,18 +84,36 @@ Outcome<Enode> parse_enode(const std::string& url) {
     auto key = rlpx::PublicKey::from_bytes(*key_bytes);
     if (!key) return bad("the node id is not a valid secp256k1 public key");
     std::string_view hostport = rest.substr(at + 1);
-    if (const size_t q = hostport.find('?'); q != std::string_view::npos) hostport = hostport.substr(0, q);
+    std::string_view query;
+    if (const size_t q = hostport.find('?'); q != std::string_view::npos) {
+        query = hostport.substr(q + 1);
+        hostport = hostport.substr(0, q);
+    }
     const size_t colon = hostport.rfind(':');
     if (colon == std::string_view::npos || colon == 0) return bad("missing :PORT");
     std::string host(hostport.substr(0, colon));
     if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    unsigned port = 0;
-    for (char c : hostport.substr(colon + 1)) {
-        if (c < '0' || c > '9' || port > 65535) return bad("bad port");
-        port = port * 10 + static_cast<unsigned>(c - '0');
+    // A decimal of at most 65535; nullopt for anything else.
+    auto number = [](std::string_view digits) -> std::optional<uint16_t> {
+        unsigned v = 0;
+        if (digits.empty()) return std::nullopt;
+        for (char c : digits) {
+            if (c < '0' || c > '9' || v > 65535) return std::nullopt;
+            v = v * 10 + static_cast<unsigned>(c - '0');
+        }
+        if (v > 65535) return std::nullopt;
+        return static_cast<uint16_t>(v);
+    };
+    const auto port = number(hostport.substr(colon + 1));
+    if (!port || *port == 0) return bad("bad port");
+    std::optional<uint16_t> discport = 0;  // ?discport=0, as geth reads it, means none
+    if (!query.empty()) {
+        constexpr std::string_view kDiscport = "discport=";
+        if (query.rfind(kDiscport, 0) != 0) return bad("the only query it may have is ?discport=N");
+        discport = number(query.substr(kDiscport.size()));
+        if (!discport) return bad("bad discport");
     }
-    if (port == 0 || port > 65535) return bad("bad port");
-    return Enode{*key, std::move(host), static_cast<uint16_t>(port)};
+    return Enode{*key, std::move(host), *port, *discport};
 }
 
 }  // namespace headerd::p2p

@@ -22,10 +22,13 @@ std::string enode_url(const rlpx::PublicKey& key, const std::string& host, uint1
 struct Enode {
     rlpx::PublicKey key;
     std::string host;
-    uint16_t port{0};
+    uint16_t port{0};      // TCP (RLPx)
+    uint16_t discport{0};  // UDP (discovery), when the URL gives one other than port
+    uint16_t udp_port() const noexcept { return discport != 0 ? discport : port; }
 };
 
-// Parses enode://<128 hex>@HOST:PORT (an optional ?discport=N suffix is ignored).
+// Parses enode://<128 hex>@HOST:PORT with an optional ?discport=N (the UDP port of discovery
+// when it differs from the TCP port).
 Outcome<Enode> parse_enode(const std::string& url);
 
 // Writes `content` to PATH atomically (temporary file, fsync, rename) with the given mode.

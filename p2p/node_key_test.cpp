@@ -56,15 +56,25 @@ TEST(Enode, FormatsAndParsesBack) {
     EXPECT_EQ(parsed->key, key->public_key());
     EXPECT_EQ(parsed->host, "127.0.0.1");
     EXPECT_EQ(parsed->port, 30303);
+    EXPECT_EQ(parsed->udp_port(), 30303);
+    auto disc = parse_enode(url + "?discport=30301");
+    ASSERT_TRUE(disc) << disc.error().message;
+    EXPECT_EQ(disc->port, 30303);
+    EXPECT_EQ(disc->udp_port(), 30301);
 }
 
 TEST(Enode, RejectsMalformedUrlsWithAReason) {
     const std::string id = to_hex(rlpx::PrivateKey::generate().value().public_key().bytes());
     const std::pair<std::string, std::string> cases[] = {
-        {"http://x", "must start with enode://"},           {"enode://" + id, "missing @HOST:PORT"},
-        {"enode://abcd@127.0.0.1:1", "128 hex characters"}, {"enode://" + id + "@127.0.0.1", "missing :PORT"},
-        {"enode://" + id + "@127.0.0.1:0", "bad port"},     {"enode://" + id + "@127.0.0.1:65536", "bad port"},
+        {"http://x", "must start with enode://"},
+        {"enode://" + id, "missing @HOST:PORT"},
+        {"enode://abcd@127.0.0.1:1", "128 hex characters"},
+        {"enode://" + id + "@127.0.0.1", "missing :PORT"},
+        {"enode://" + id + "@127.0.0.1:0", "bad port"},
+        {"enode://" + id + "@127.0.0.1:65536", "bad port"},
         {"enode://" + id + "@127.0.0.1:12x", "bad port"},
+        {"enode://" + id + "@127.0.0.1:1?discport=x", "bad discport"},
+        {"enode://" + id + "@127.0.0.1:1?x=1", "?discport=N"},
     };
     for (const auto& [url, why] : cases) {
         auto r = parse_enode(url);
