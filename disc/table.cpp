@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/hex.hpp"
+#include "p2p/node_key.hpp"
 
 namespace headerd::disc {
 namespace {
@@ -91,6 +92,22 @@ std::string Node::enode() const {
     std::string url = fmt::format("enode://{}@{}:{}", to_hex(key.bytes()), host, tcp);
     if (udp != tcp) url += fmt::format("?discport={}", udp);
     return url;
+}
+
+Outcome<Node> parse_node(const std::string& text) {
+    if (text.rfind("enr:", 0) == 0) {
+        auto enr = Enr::from_text(text);
+        if (!enr) return make_error(fmt::format("bad node record '{}': {}", text, enr.error().message()));
+        auto node = Node::from_enr(*enr);
+        if (!node) return make_error(fmt::format("node record '{}' has no IP address or no UDP port", text));
+        return *node;
+    }
+    auto enode = p2p::parse_enode(text);
+    if (!enode) return enode.error();
+    boost::system::error_code ec;
+    auto ip = boost::asio::ip::make_address(enode->host, ec);
+    if (ec) return make_error(fmt::format("enode URL '{}': the host must be an IP address", text));
+    return Node::from_key(enode->key, ip, enode->udp_port(), enode->port);
 }
 
 Table::Table(NodeId self, TableConfig config) : self_(self), config_(config) {}

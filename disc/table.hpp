@@ -21,6 +21,7 @@
 #include <boost/asio/ip/address.hpp>
 
 #include "core/bytes.hpp"
+#include "core/result.hpp"
 #include "disc/enr.hpp"
 #include "p2p/rlpx/secp256k1.hpp"
 
@@ -57,6 +58,10 @@ struct Node {
     // enode://<hex key>@ip:tcp?discport=udp (the discport only when it differs)
     std::string enode() const;
 };
+
+// The node of an enode URL (its host an IP address; ?discport gives the UDP port) or of an enr:
+// record (which must have an address and a UDP port). The error says what is wrong with it.
+Outcome<Node> parse_node(const std::string& text);
 
 struct TableConfig {
     size_t bucket_size = 16;

@@ -1,0 +1,90 @@
+#pragma once
+
+// What discovery remembers about other nodes, kept in DATADIR/nodes so a restarted node rejoins
+// the network without its bootnodes (geth's p2p/enode/nodedb.go keeps the same facts in LevelDB):
+// each node's address and record, when it last answered our ping (the endpoint proof, tied to the
+// IP it answered from), when it last pinged us, and how many FindNode requests in a row it failed.
+// Bounded: nodes not seen for max_age are dropped, and past max_nodes the least recently seen go
+// first. The file is text, one node per line, written whole and renamed into place, so a crash
+// leaves the old file or the new one. See docs/discovery.md ("Node database").
+//
+// Single-threaded: the discovery service owns it.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/ip/address.hpp>
+
+#include "core/result.hpp"
+#include "disc/table.hpp"
+
+namespace headerd::disc {
+
+using WallClock = std::chrono::system_clock;
+
+struct NodeDbConfig {
+    size_t max_nodes = 10000;
+    std::chrono::seconds max_age{24 * 3600};           // geth: dbNodeExpiration
+    std::chrono::seconds seed_max_age{5 * 24 * 3600};  // geth: seedMaxAge
+};
+
+class NodeDb {
+  public:
+    struct Record {
+        Node node;
+        boost::asio::ip::address pong_ip;   // the IP the last pong came from
+        WallClock::time_point last_pong{};  // epoch when never
+        boost::asio::ip::address ping_ip;
+        WallClock::time_point last_ping{};
+        uint32_t findnode_failures{0};
+        WallClock::time_point last_seen{};
+    };
+
+    // An empty, in-memory database (nothing is saved).
+    explicit NodeDb(NodeDbConfig config = {}) : config_(config) {}
+    // Reads PATH if it exists (a missing file is an empty database); save() writes it back. A
+    // file that cannot be read is an error naming it and the line; it is not replaced.
+    static Outcome<NodeDb> open(std::string path, NodeDbConfig config = {});
+
+    // Remembers (or refreshes) a node's endpoint and record; a record never replaces a newer one.
+    void seen(const Node& node, WallClock::time_point now);
+
+    WallClock::time_point last_pong(const NodeId& id, const boost::asio::ip::address& ip) const;
+    void set_last_pong(const Node& node, const boost::asio::ip::address& ip, WallClock::time_point t);
+    WallClock::time_point last_ping(const NodeId& id, const boost::asio::ip::address& ip) const;
+    void set_last_ping(const Node& node, const boost::asio::ip::address& ip, WallClock::time_point t);
+    uint32_t findnode_failures(const NodeId& id) const;
+    void set_findnode_failures(const NodeId& id, uint32_t n);
+
+    const Record* find(const NodeId& id) const;
+    // Up to n nodes that answered a ping within seed_max_age, most recent first: the nodes a
+    // restart starts from.
+    std::vector<Node> seeds(size_t n, WallClock::time_point now) const;
+    // Drops nodes unseen for max_age, then the least recently seen beyond max_nodes.
+    void expire(WallClock::time_point now);
+    size_t size() const noexcept { return records_.size(); }
+
+    // The sequence number of our own record, so a restart never signs a lower one.
+    uint64_t local_seq() const noexcept { return local_seq_; }
+    void set_local_seq(uint64_t seq) noexcept { local_seq_ = seq; }
+
+    // Writes the file (when opened with a path). Expires first.
+    Outcome<void> save(WallClock::time_point now);
+
+  private:
+    struct IdHash {
+        size_t operator()(const NodeId& id) const noexcept;
+    };
+    Record& record_for(const Node& node);
+
+    NodeDbConfig config_;
+    std::string path_;
+    std::unordered_map<NodeId, Record, IdHash> records_;
+    uint64_t local_seq_{0};
+};
+
+}  // namespace headerd::disc

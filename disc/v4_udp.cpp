@@ -1,0 +1,490 @@
+#include "disc/v4_udp.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_set>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "core/awaitable.hpp"
+#include "core/keccak.hpp"
+
+namespace headerd::disc {
+namespace {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+
+// geth: bucketSize answers per FindNode, alpha queries at a time in a lookup, seedCount nodes
+// from the database at a refresh.
+constexpr size_t kFindNodeResults = 16;
+constexpr size_t kAlpha = 3;
+constexpr size_t kSeedCount = 30;
+
+uint64_t unix_now() {
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::seconds>(WallClock::now().time_since_epoch()).count());
+}
+
+NodeId id_of(const v4::NodeKey& key) { return keccak256(key); }
+
+struct IdHash {
+    size_t operator()(const NodeId& id) const noexcept {
+        size_t h;
+        std::memcpy(&h, id.data(), sizeof h);
+        return h;
+    }
+};
+
+}  // namespace
+
+const char* to_string(V4Drop d) noexcept {
+    switch (d) {
+        case V4Drop::kUndecodable:
+            return "undecodable";
+        case V4Drop::kTooBig:
+            return "too-big";
+        case V4Drop::kExpired:
+            return "expired";
+        case V4Drop::kUnsolicited:
+            return "unsolicited";
+        case V4Drop::kUnbonded:
+            return "unbonded";
+        case V4Drop::kCount_:
+            break;
+    }
+    return "unknown";
+}
+
+// A request waiting for its reply (or replies: Neighbors may come in several packets).
+struct V4Service::Pending {
+    NodeId from{};
+    boost::asio::ip::address ip;
+    v4::PacketType type{};
+    // Called with each packet of `type` from (from, ip); returns whether it belonged to this
+    // request, and sets `done` when no more replies are expected.
+    std::function<bool(const v4::Packet&, bool& done)> match;
+    asio::steady_timer timer;
+    bool done{false};
+    Pending(asio::io_context& io, const Node& n, v4::PacketType t) : from(n.id), ip(n.ip), type(t), timer(io) {}
+};
+
+V4Service::V4Service(asio::io_context& io, const rlpx::PrivateKey& key, Enr record, NodeDb db, V4Config config)
+    : io_(io),
+      key_(key),
+      record_(std::move(record)),
+      db_(std::move(db)),
+      config_(std::move(config)),
+      table_(key.public_key().node_id(), config_.table),
+      socket_(io),
+      revalidate_timer_(io),
+      refresh_timer_(io),
+      rng_(std::random_device{}()) {}
+
+V4Service::~V4Service() { stop(); }
+
+Outcome<void> V4Service::bind(const udp::endpoint& listen) {
+    boost::system::error_code ec;
+    socket_.open(listen.protocol(), ec);
+    if (!ec) socket_.bind(listen, ec);
+    if (ec) {
+        return make_error(fmt::format("discovery: cannot listen on UDP {}:{}: {}", listen.address().to_string(),
+                                      listen.port(), ec.message()));
+    }
+    return {};
+}
+
+V4Service::udp::endpoint V4Service::local_endpoint() const {
+    boost::system::error_code ec;
+    return socket_.local_endpoint(ec);
+}
+
+void V4Service::start() {
+    // Each loop holds the service alive until it ends (after stop()).
+    asio::co_spawn(
+        io_, [self = shared_from_this()]() -> awaitable<void> { co_await self->read_loop(); }, asio::detached);
+    asio::co_spawn(
+        io_, [self = shared_from_this()]() -> awaitable<void> { co_await self->refresh_loop(); }, asio::detached);
+    asio::co_spawn(
+        io_, [self = shared_from_this()]() -> awaitable<void> { co_await self->revalidate_loop(); }, asio::detached);
+}
+
+void V4Service::stop() {
+    if (stopped_) return;
+    stopped_ = true;
+    boost::system::error_code ec;
+    socket_.close(ec);
+    revalidate_timer_.cancel();
+    refresh_timer_.cancel();
+    for (auto& p : pending_) p->timer.cancel();
+    if (auto saved = db_.save(WallClock::now()); !saved) {
+        spdlog::warn("discovery: node database not saved: {}", saved.error().message);
+    }
+}
+
+void V4Service::drop(V4Drop why) noexcept { ++stats_.dropped[static_cast<size_t>(why)]; }
+
+uint64_t V4Service::expiration() const { return unix_now() + static_cast<uint64_t>(config_.packet_expiration.count()); }
+
+bool V4Service::expired(uint64_t expiration) const { return expiration < unix_now(); }
+
+v4::Endpoint V4Service::our_endpoint() const {
+    v4::Endpoint e;
+    if (auto ip = record_.ip()) {
+        e.ip = asio::ip::address_v4(*ip);
+    } else {
+        e.ip = asio::ip::address_v4::loopback();  // geth's fallback before it has predicted its address
+    }
+    e.udp = record_.udp().value_or(local_endpoint().port());
+    e.tcp = record_.tcp().value_or(0);
+    return e;
+}
+
+std::optional<Hash32> V4Service::send(const udp::endpoint& to, const v4::Packet& packet) {
+    if (stopped_) return std::nullopt;
+    auto encoded = v4::encode(key_, packet);
+    if (!encoded) return std::nullopt;
+    ++stats_.packets_out[static_cast<size_t>(v4::type_of(packet))];
+    stats_.bytes_out += encoded->datagram.size();
+    boost::system::error_code ec;
+    // UDP sends do not block for long; a failed one is a lost packet, which the protocol expects.
+    socket_.send_to(asio::buffer(encoded->datagram), to, 0, ec);
+    if (ec) spdlog::debug("discovery: send to {}:{} failed: {}", to.address().to_string(), to.port(), ec.message());
+    return encoded->hash;
+}
+
+// ---- incoming ---------------------------------------------------------------------------------
+
+awaitable<void> V4Service::read_loop() {
+    // One byte more than a packet may have, so an oversized datagram is seen as such.
+    std::array<uint8_t, v4::kMaxPacketSize + 1> buffer;
+    udp::endpoint from;
+    while (!stopped_) {
+        auto [ec, n] = co_await socket_.async_receive_from(asio::buffer(buffer), from, kTuple);
+        if (stopped_ || ec == asio::error::operation_aborted) break;
+        if (ec) continue;  // ICMP errors surface here on Linux; the next datagram is unaffected
+        handle(ByteView{buffer.data(), n}, from);
+    }
+}
+
+void V4Service::handle(ByteView datagram, const udp::endpoint& from) {
+    stats_.bytes_in += datagram.size();
+    if (datagram.size() > v4::kMaxPacketSize) {
+        drop(V4Drop::kTooBig);
+        return;
+    }
+    auto decoded = v4::decode(datagram);
+    if (!decoded) {
+        if (on_unhandled) {
+            on_unhandled(datagram, from);
+        } else {
+            drop(V4Drop::kUndecodable);
+        }
+        return;
+    }
+    const auto type = v4::type_of(decoded->packet);
+    ++stats_.packets_in[static_cast<size_t>(type)];
+    switch (type) {
+        case v4::PacketType::kPing:
+            handle_ping(*decoded, std::get<v4::Ping>(decoded->packet), from);
+            return;
+        case v4::PacketType::kFindNode:
+            handle_find_node(*decoded, std::get<v4::FindNode>(decoded->packet), from);
+            return;
+        case v4::PacketType::kEnrRequest:
+            if (expired(std::get<v4::EnrRequest>(decoded->packet).expiration)) return drop(V4Drop::kExpired);
+            handle_enr_request(*decoded, from);
+            return;
+        case v4::PacketType::kPong:
+            if (expired(std::get<v4::Pong>(decoded->packet).expiration)) return drop(V4Drop::kExpired);
+            [[fallthrough]];
+        case v4::PacketType::kNeighbors:
+            if (type == v4::PacketType::kNeighbors && expired(std::get<v4::Neighbors>(decoded->packet).expiration)) {
+                return drop(V4Drop::kExpired);
+            }
+            [[fallthrough]];
+        case v4::PacketType::kEnrResponse:
+            if (!handle_reply(*decoded, from)) drop(V4Drop::kUnsolicited);
+            return;
+    }
+}
+
+void V4Service::handle_ping(const v4::Decoded& d, const v4::Ping& p, const udp::endpoint& from) {
+    if (expired(p.expiration)) return drop(V4Drop::kExpired);
+    // Answer to where the packet came from, never to the address it claims.
+    send(from, v4::Pong{{from.address(), from.port(), p.from.tcp}, d.hash, expiration(), record_.seq()});
+    const Node n = Node::from_key(d.sender, from.address(), from.port(), p.from.tcp);
+    const auto now = WallClock::now();
+    db_.set_last_ping(n, from.address(), now);
+    if (on_found) on_found(n);
+    // geth adds a pinging node only once it has answered our own ping (and only after the first
+    // refresh, so a flood of pings cannot fill an empty table before our own lookups did).
+    if (bonded(n.id, n.ip)) {
+        if (init_done_) table_.add(n, Clock::now());
+        return;
+    }
+    asio::co_spawn(
+        io_,
+        [self = shared_from_this(), n]() -> awaitable<void> {
+            if (co_await self->ping(n) && self->init_done_) self->table_.add(n, Clock::now());
+            self->stats_.table_size = self->table_.size();
+        },
+        asio::detached);
+}
+
+bool V4Service::bonded(const NodeId& id, const boost::asio::ip::address& ip) const {
+    return WallClock::now() - db_.last_pong(id, ip) < config_.bond_expiration;
+}
+
+void V4Service::handle_find_node(const v4::Decoded& d, const v4::FindNode& p, const udp::endpoint& from) {
+    if (expired(p.expiration)) return drop(V4Drop::kExpired);
+    const NodeId sender = d.sender.node_id();
+    if (!bonded(sender, from.address())) return drop(V4Drop::kUnbonded);  // no amplification
+    std::vector<Node> closest = table_.closest(id_of(p.target), kFindNodeResults);
+    std::erase_if(closest, [&](const Node& n) { return !relay_allowed(from.address(), n.ip); });
+    size_t sent = 0;
+    do {
+        v4::Neighbors reply;
+        reply.expiration = expiration();
+        for (; sent < closest.size() && reply.nodes.size() < v4::kMaxNeighbors; ++sent) {
+            const Node& n = closest[sent];
+            reply.nodes.push_back({{n.ip, n.udp, n.tcp}, n.key.bytes()});
+        }
+        send(from, reply);
+    } while (sent < closest.size());
+}
+
+void V4Service::handle_enr_request(const v4::Decoded& d, const udp::endpoint& from) {
+    if (!bonded(d.sender.node_id(), from.address())) return drop(V4Drop::kUnbonded);
+    send(from, v4::EnrResponse{d.hash, record_});
+}
+
+bool V4Service::handle_reply(const v4::Decoded& d, const udp::endpoint& from) {
+    const NodeId sender = d.sender.node_id();
+    const auto type = v4::type_of(d.packet);
+    for (auto& p : pending_) {
+        if (p->done || p->from != sender || p->ip != from.address() || p->type != type) continue;
+        bool done = false;
+        if (!p->match(d.packet, done)) continue;
+        if (done) {
+            p->done = true;
+            p->timer.cancel();
+        }
+        return true;
+    }
+    return false;
+}
+
+// ---- requests ---------------------------------------------------------------------------------
+
+awaitable<bool> V4Service::wait(std::shared_ptr<Pending> pending) {
+    if (stopped_ || pending_.size() >= config_.max_pending) co_return false;
+    pending->timer.expires_after(config_.response_timeout);
+    pending_.push_back(pending);
+    co_await pending->timer.async_wait(kTuple);
+    pending_.remove(pending);
+    if (!pending->done) ++stats_.request_timeouts;
+    co_return pending->done;
+}
+
+awaitable<std::optional<v4::Pong>> V4Service::ping(Node node) {
+    const udp::endpoint to(node.ip, node.udp);
+    auto hash = send(to, v4::Ping{4, our_endpoint(), {node.ip, node.udp, node.tcp}, expiration(), record_.seq()});
+    if (!hash) co_return std::nullopt;
+    std::optional<v4::Pong> pong;
+    auto pending = std::make_shared<Pending>(io_, node, v4::PacketType::kPong);
+    pending->match = [&, h = *hash](const v4::Packet& packet, bool& done) {
+        const auto& p = std::get<v4::Pong>(packet);
+        if (p.ping_hash != h) return false;  // not the answer to this ping: no proof from it
+        pong = p;
+        done = true;
+        return true;
+    };
+    if (!co_await wait(pending)) co_return std::nullopt;
+    db_.set_last_pong(node, node.ip, WallClock::now());
+    co_return pong;
+}
+
+awaitable<void> V4Service::ensure_bond(const Node& node) {
+    const bool stale = WallClock::now() - db_.last_ping(node.id, node.ip) > config_.bond_expiration;
+    if (!stale && db_.findnode_failures(node.id) <= config_.max_findnode_failures) co_return;
+    if (!co_await ping(node)) co_return;
+    // The remote pings back when it has no proof of us; give it time before asking.
+    asio::steady_timer t(io_, config_.bond_wait);
+    co_await t.async_wait(kTuple);
+}
+
+std::optional<Node> V4Service::relayed_node(const v4::NeighborNode& n, const boost::asio::ip::address& sender) const {
+    if (!relay_allowed(sender, n.endpoint.ip)) return std::nullopt;
+    if (n.endpoint.udp <= 1024 && !config_.allow_low_ports) return std::nullopt;
+    auto key = rlpx::PublicKey::from_bytes(n.key);
+    if (!key) return std::nullopt;
+    return Node::from_key(*key, n.endpoint.ip, n.endpoint.udp, n.endpoint.tcp);
+}
+
+awaitable<std::optional<std::vector<Node>>> V4Service::find_node(Node node, v4::NodeKey target) {
+    co_await ensure_bond(node);
+    if (!send({node.ip, node.udp}, v4::FindNode{target, expiration()})) co_return std::nullopt;
+    std::vector<Node> found;
+    size_t received = 0;
+    auto pending = std::make_shared<Pending>(io_, node, v4::PacketType::kNeighbors);
+    pending->match = [&](const v4::Packet& packet, bool& done) {
+        for (const auto& n : std::get<v4::Neighbors>(packet).nodes) {
+            if (auto ok = relayed_node(n, node.ip)) found.push_back(*ok);
+        }
+        received += std::get<v4::Neighbors>(packet).nodes.size();
+        done = received >= kFindNodeResults;
+        return true;
+    };
+    const bool complete = co_await wait(pending);
+    // A node with fewer than 16 to give sends fewer: a timeout after some answer is an answer.
+    if (!complete && received == 0) {
+        const uint32_t fails = db_.findnode_failures(node.id) + 1;
+        db_.set_findnode_failures(node.id, fails);
+        // geth's rule: drop a node that keeps failing, unless its bucket is nearly empty (which
+        // keeps a small network from losing its last contacts).
+        if (fails >= config_.max_findnode_failures && table_.size() >= config_.table.bucket_size / 4) {
+            table_.remove(node.id);
+        }
+        co_return std::nullopt;
+    }
+    db_.set_findnode_failures(node.id, 0);
+    co_return found;
+}
+
+awaitable<std::optional<Enr>> V4Service::request_enr(Node node) {
+    co_await ensure_bond(node);
+    auto hash = send({node.ip, node.udp}, v4::EnrRequest{expiration()});
+    if (!hash) co_return std::nullopt;
+    std::optional<Enr> record;
+    auto pending = std::make_shared<Pending>(io_, node, v4::PacketType::kEnrResponse);
+    pending->match = [&, h = *hash](const v4::Packet& packet, bool& done) {
+        const auto& r = std::get<v4::EnrResponse>(packet);
+        if (r.request_hash != h) return false;
+        done = true;
+        // The record must be the node's own: the packet's signer already is (it matched by id).
+        if (r.record && r.record->node_id() == node.id) record = r.record;
+        return true;
+    };
+    if (!co_await wait(pending)) co_return std::nullopt;
+    co_return record;
+}
+
+void V4Service::add_found(const Node& n) {
+    if (on_found) on_found(n);
+    db_.seen(n, WallClock::now());
+    table_.add(n, Clock::now(), 0);  // unverified: the first failed revalidation removes it
+    stats_.table_size = table_.size();
+}
+
+awaitable<std::vector<Node>> V4Service::lookup(v4::NodeKey target) {
+    const auto started = Clock::now();
+    const NodeId target_id = id_of(target);
+    struct State {
+        std::vector<Node> result;  // closest first, at most 16
+        std::unordered_set<NodeId, IdHash> asked, seen;
+        size_t in_flight{0};
+        asio::steady_timer wake;
+        explicit State(asio::io_context& io) : wake(io) {}
+    };
+    auto s = std::make_shared<State>(io_);
+    const NodeId self_id = table_.self();
+    auto offer = [s, target_id, self_id](const Node& n) {
+        if (n.id == self_id || !s->seen.insert(n.id).second) return;
+        auto pos = std::lower_bound(s->result.begin(), s->result.end(), n, [&](const Node& a, const Node& b) {
+            return compare_distance(target_id, a.id, b.id) < 0;
+        });
+        s->result.insert(pos, n);
+        if (s->result.size() > kFindNodeResults) s->result.pop_back();
+    };
+    for (const auto& n : table_.closest(target_id, kFindNodeResults)) offer(n);
+    if (s->result.empty()) {
+        for (const auto& n : config_.bootnodes) offer(n);
+    }
+    while (!stopped_) {
+        for (const Node& n : s->result) {
+            if (s->in_flight >= kAlpha) break;
+            if (!s->asked.insert(n.id).second) continue;
+            ++s->in_flight;
+            asio::co_spawn(
+                io_,
+                [self = shared_from_this(), s, n, target, offer]() -> awaitable<void> {
+                    auto found = co_await self->find_node(n, target);
+                    if (found) {
+                        for (const auto& f : *found) {
+                            self->add_found(f);
+                            offer(f);
+                        }
+                    }
+                    --s->in_flight;
+                    s->wake.cancel();
+                },
+                asio::detached);
+        }
+        if (s->in_flight == 0) break;
+        s->wake.expires_at(Clock::time_point::max());
+        co_await s->wake.async_wait(kTuple);
+    }
+    ++stats_.lookups;
+    stats_.lookup_micros +=
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count());
+    co_return s->result;
+}
+
+awaitable<void> V4Service::refresh() {
+    for (const auto& n : db_.seeds(kSeedCount, WallClock::now())) table_.add(n, Clock::now(), 0);
+    for (const auto& n : config_.bootnodes) table_.add(n, Clock::now(), 0);
+    co_await lookup(key_.public_key().bytes());
+    for (int i = 0; i < 3 && !stopped_; ++i) {
+        v4::NodeKey random;
+        for (auto& b : random) b = static_cast<uint8_t>(rng_());
+        co_await lookup(random);
+    }
+    init_done_ = true;
+    stats_.table_size = table_.size();
+}
+
+awaitable<void> V4Service::refresh_loop() {
+    while (!stopped_) {
+        co_await refresh();
+        // geth: the next refresh at a random time in [interval/2, interval).
+        const auto half = config_.refresh_interval / 2;
+        std::uniform_int_distribution<int64_t> jitter(0, std::max<int64_t>(half.count() * 1000 - 1, 0));
+        refresh_timer_.expires_after(half + std::chrono::milliseconds(jitter(rng_)));
+        co_await refresh_timer_.async_wait(kTuple);
+    }
+}
+
+awaitable<void> V4Service::revalidate_loop() {
+    auto last_save = Clock::now();
+    while (!stopped_) {
+        revalidate_timer_.expires_after(config_.revalidate_interval);
+        co_await revalidate_timer_.async_wait(kTuple);
+        if (stopped_) break;
+        if (auto n = table_.next_to_revalidate()) {
+            auto pong = co_await ping(*n);
+            if (stopped_) break;
+            table_.revalidated(n->id, pong.has_value(), Clock::now());
+            // A higher seq in the Pong means a newer record: fetch it (EIP-868).
+            const Table::Entry* e = table_.find(n->id);
+            if (pong && pong->enr_seq && e && (!e->node.enr || e->node.enr->seq() < *pong->enr_seq)) {
+                if (auto record = co_await request_enr(*n)) {
+                    if (auto updated = Node::from_enr(*record)) table_.add(*updated, Clock::now());
+                }
+            }
+            stats_.table_size = table_.size();
+        }
+        if (Clock::now() - last_save >= config_.save_interval) {
+            last_save = Clock::now();
+            if (auto saved = db_.save(WallClock::now()); !saved) {
+                spdlog::warn("discovery: node database not saved: {}", saved.error().message);
+            }
+        }
+    }
+}
+
+}  // namespace headerd::disc

@@ -1,0 +1,264 @@
+// The discv4 service on loopback: three nodes find each other through one bootnode, requests
+// without an endpoint proof get nothing back, replies nobody asked for and expired packets are
+// dropped, and the node database brings a restarted node back without bootnodes. Every socket is
+// on 127.0.0.1 with a port the kernel picks; the test's loops end at a deadline.
+
+#include "disc/v4_udp.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include "core/awaitable.hpp"
+#include "core/keccak.hpp"
+
+namespace headerd::disc {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::udp;
+using namespace std::chrono_literals;
+
+V4Config fast_config() {
+    V4Config c;
+    c.response_timeout = 300ms;
+    c.bond_wait = 50ms;
+    c.revalidate_interval = 200ms;
+    return c;
+}
+
+struct TestNode {
+    rlpx::PrivateKey key = rlpx::PrivateKey::generate().value();
+    std::shared_ptr<V4Service> service;
+
+    TestNode(asio::io_context& io, V4Config config, NodeDb db = NodeDb{}) {
+        // The record is made after binding, when the port is known.
+        auto placeholder = EnrBuilder(1).ip({127, 0, 0, 1}).sign(key).value();
+        service = std::make_shared<V4Service>(io, key, placeholder, std::move(db), std::move(config));
+        EXPECT_TRUE(service->bind(udp::endpoint(asio::ip::make_address("127.0.0.1"), 0)));
+        const uint16_t port = service->local_endpoint().port();
+        service->set_record(EnrBuilder(2).ip({127, 0, 0, 1}).udp(port).tcp(port).sign(key).value());
+    }
+    ~TestNode() { service->stop(); }
+    Node node() const {
+        const uint16_t port = service->local_endpoint().port();
+        return Node::from_key(key.public_key(), asio::ip::make_address("127.0.0.1"), port, port);
+    }
+};
+
+// Runs `io` until `done` holds or the deadline passes.
+template <class Pred>
+bool run_until(asio::io_context& io, Pred done, std::chrono::milliseconds deadline = 10s) {
+    const auto end = std::chrono::steady_clock::now() + deadline;
+    while (!done() && std::chrono::steady_clock::now() < end) {
+        io.run_for(20ms);
+        if (io.stopped()) io.restart();
+    }
+    return done();
+}
+
+template <class T>
+T run(asio::io_context& io, asio::awaitable<T> op) {
+    auto f = asio::co_spawn(io, std::move(op), asio::use_future);
+    run_until(io, [&] { return f.wait_for(0s) == std::future_status::ready; });
+    return f.get();
+}
+
+TEST(V4Service, PingPongAndEnrRequest) {
+    asio::io_context io;
+    TestNode a(io, fast_config());
+    TestNode b(io, fast_config());
+    a.service->start();
+    b.service->start();
+    auto pong = run(io, a.service->ping(b.node()));
+    ASSERT_TRUE(pong);
+    EXPECT_EQ(pong->enr_seq, 2u);
+    auto record = run(io, a.service->request_enr(b.node()));
+    ASSERT_TRUE(record);
+    EXPECT_EQ(record->node_id(), b.node().id);
+    EXPECT_EQ(record->udp(), b.node().udp);
+}
+
+TEST(V4Service, LookupThroughOneBootnodeFindsEveryNode) {
+    asio::io_context io;
+    TestNode boot(io, fast_config());
+    V4Config with_boot = fast_config();
+    with_boot.bootnodes = {boot.node()};
+    std::vector<std::unique_ptr<TestNode>> nodes;
+    for (int i = 0; i < 6; ++i) nodes.push_back(std::make_unique<TestNode>(io, with_boot));
+    boot.service->start();
+    for (auto& n : nodes) n->service->start();
+    // Every node ends its first refresh with every other node (and the bootnode) in its table.
+    const bool all = run_until(io, [&] {
+        for (auto& n : nodes) {
+            if (!n->service->bootstrapped()) return false;
+            for (auto& m : nodes) {
+                if (n != m && !n->service->table().find(m->node().id)) return false;
+            }
+        }
+        return true;
+    });
+    EXPECT_TRUE(all);
+    for (auto& n : nodes) {
+        EXPECT_TRUE(n->service->bootstrapped());
+        EXPECT_NE(n->service->table().find(boot.node().id), nullptr);
+    }
+}
+
+// A raw socket that sends hand-made packets and collects what comes back.
+struct RawPeer {
+    rlpx::PrivateKey key = rlpx::PrivateKey::generate().value();
+    udp::socket socket;
+    explicit RawPeer(asio::io_context& io) : socket(io, udp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {}
+    Hash32 send(const Node& to, const v4::Packet& p) {
+        auto e = v4::encode(key, p).value();
+        socket.send_to(asio::buffer(e.datagram), udp::endpoint(to.ip, to.udp));
+        return e.hash;
+    }
+    // Packets received within `wait`.
+    std::vector<v4::Decoded> receive(asio::io_context& io, std::chrono::milliseconds wait) {
+        std::vector<v4::Decoded> got;
+        const auto end = std::chrono::steady_clock::now() + wait;
+        while (std::chrono::steady_clock::now() < end) {
+            io.run_for(10ms);
+            if (io.stopped()) io.restart();
+            while (socket.available() > 0) {
+                std::array<uint8_t, 2048> buf;
+                udp::endpoint from;
+                const size_t n = socket.receive_from(asio::buffer(buf), from);
+                if (auto d = v4::decode(ByteView{buf.data(), n})) got.push_back(*d);
+            }
+        }
+        return got;
+    }
+    uint16_t port() const { return socket.local_endpoint().port(); }
+};
+
+uint64_t in_a_minute() {
+    return static_cast<uint64_t>(
+               std::chrono::duration_cast<std::chrono::seconds>(WallClock::now().time_since_epoch()).count()) +
+           60;
+}
+
+size_t count_type(const std::vector<v4::Decoded>& got, v4::PacketType t) {
+    return static_cast<size_t>(
+        std::count_if(got.begin(), got.end(), [&](const v4::Decoded& d) { return v4::type_of(d.packet) == t; }));
+}
+
+TEST(V4Service, FindNodeWithoutEndpointProofGetsNothing) {
+    asio::io_context io;
+    TestNode server(io, fast_config());
+    // Give the server something it could answer with.
+    TestNode other(io, fast_config());
+    server.service->start();
+    other.service->start();
+    ASSERT_TRUE(run(io, server.service->ping(other.node())));
+    ASSERT_TRUE(run_until(io, [&] { return true; }));
+
+    RawPeer raw(io);
+    raw.send(server.node(), v4::FindNode{raw.key.public_key().bytes(), in_a_minute()});
+    raw.send(server.node(), v4::EnrRequest{in_a_minute()});
+    auto got = raw.receive(io, 500ms);
+    EXPECT_EQ(count_type(got, v4::PacketType::kNeighbors), 0u);
+    EXPECT_EQ(count_type(got, v4::PacketType::kEnrResponse), 0u);
+    EXPECT_EQ(server.service->stats().dropped[static_cast<size_t>(V4Drop::kUnbonded)], 2u);
+
+    // A Pong with the wrong hash is no proof either (geth's Amplification/InvalidPongHash).
+    raw.send(server.node(), v4::Ping{4,
+                                     {asio::ip::make_address("127.0.0.1"), raw.port(), 0},
+                                     {server.node().ip, server.node().udp, 0},
+                                     in_a_minute(),
+                                     {}});
+    got = raw.receive(io, 200ms);
+    ASSERT_EQ(count_type(got, v4::PacketType::kPong), 1u);
+    ASSERT_EQ(count_type(got, v4::PacketType::kPing), 1u);  // it wants our proof first
+    raw.send(server.node(), v4::Pong{{server.node().ip, server.node().udp, 0}, Hash32{}, in_a_minute(), {}});
+    raw.send(server.node(), v4::FindNode{raw.key.public_key().bytes(), in_a_minute()});
+    got = raw.receive(io, 400ms);
+    EXPECT_EQ(count_type(got, v4::PacketType::kNeighbors), 0u);
+
+    // The right hash makes the bond, and then FindNode is answered.
+    raw.send(server.node(), v4::Ping{4,
+                                     {asio::ip::make_address("127.0.0.1"), raw.port(), 0},
+                                     {server.node().ip, server.node().udp, 0},
+                                     in_a_minute(),
+                                     {}});
+    got = raw.receive(io, 200ms);
+    std::optional<Hash32> ping_hash;
+    for (const auto& d : got) {
+        if (v4::type_of(d.packet) == v4::PacketType::kPing) ping_hash = d.hash;
+    }
+    ASSERT_TRUE(ping_hash);
+    raw.send(server.node(), v4::Pong{{server.node().ip, server.node().udp, 0}, *ping_hash, in_a_minute(), {}});
+    raw.receive(io, 50ms);
+    raw.send(server.node(), v4::FindNode{raw.key.public_key().bytes(), in_a_minute()});
+    got = raw.receive(io, 300ms);
+    EXPECT_EQ(count_type(got, v4::PacketType::kNeighbors), 1u);
+}
+
+TEST(V4Service, DropsUnsolicitedExpiredAndOversizedPackets) {
+    asio::io_context io;
+    TestNode server(io, fast_config());
+    server.service->start();
+    RawPeer raw(io);
+    // Neighbors nobody asked for: dropped, and the table learns nothing.
+    v4::Neighbors n;
+    n.expiration = in_a_minute();
+    n.nodes.push_back({{asio::ip::make_address("127.0.0.1"), 40000, 40000}, raw.key.public_key().bytes()});
+    raw.send(server.node(), n);
+    raw.send(server.node(), v4::Pong{{server.node().ip, server.node().udp, 0}, Hash32{}, in_a_minute(), {}});
+    // An expired Ping gets no Pong.
+    raw.send(server.node(), v4::Ping{4,
+                                     {asio::ip::make_address("127.0.0.1"), raw.port(), 0},
+                                     {server.node().ip, server.node().udp, 0},
+                                     1000,
+                                     {}});
+    // 1281 bytes of junk.
+    Bytes big(v4::kMaxPacketSize + 1, 0xab);
+    raw.socket.send_to(asio::buffer(big), udp::endpoint(server.node().ip, server.node().udp));
+    const auto got = raw.receive(io, 300ms);
+    EXPECT_TRUE(got.empty());
+    const auto& s = server.service->stats();
+    EXPECT_EQ(s.dropped[static_cast<size_t>(V4Drop::kUnsolicited)], 2u);
+    EXPECT_EQ(s.dropped[static_cast<size_t>(V4Drop::kExpired)], 1u);
+    EXPECT_EQ(s.dropped[static_cast<size_t>(V4Drop::kTooBig)], 1u);
+    EXPECT_EQ(server.service->table().size(), 0u);
+}
+
+TEST(V4Service, RestartRejoinsFromTheNodeDatabase) {
+    const auto dir = std::filesystem::temp_directory_path() / ("headerd-v4-restart-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string path = (dir / "nodes").string();
+    asio::io_context io;
+    TestNode boot(io, fast_config());
+    TestNode peer(io, [&] {
+        V4Config c = fast_config();
+        c.bootnodes = {boot.node()};
+        return c;
+    }());
+    boot.service->start();
+    peer.service->start();
+    {
+        V4Config c = fast_config();
+        c.bootnodes = {boot.node()};
+        TestNode first(io, c, NodeDb::open(path).value());
+        first.service->start();
+        ASSERT_TRUE(run_until(io, [&] { return first.service->table().find(peer.node().id) != nullptr; }));
+        first.service->stop();
+    }
+    {
+        // No bootnodes this time: the database's seeds are enough.
+        TestNode again(io, fast_config(), NodeDb::open(path).value());
+        EXPECT_GE(again.service->db().size(), 2u);
+        again.service->start();
+        EXPECT_TRUE(run_until(io, [&] { return again.service->table().find(peer.node().id) != nullptr; }));
+    }
+    std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace headerd::disc
