@@ -375,6 +375,7 @@ awaitable<std::optional<Enr>> V4Service::request_enr(Node node) {
 }
 
 void V4Service::add_found(const Node& n) {
+    if (n.id == table_.self()) return;  // others list us too
     if (on_found) on_found(n);
     db_.seen(n, WallClock::now());
     table_.add(n, Clock::now(), 0);  // unverified: the first failed revalidation removes it

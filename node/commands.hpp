@@ -15,6 +15,7 @@ int cmd_sync(int argc, char** argv);
 int cmd_repair(int argc, char** argv);
 int cmd_load(int argc, char** argv);
 int cmd_report(int argc, char** argv);
+int cmd_discover(int argc, char** argv);
 
 struct Command {
     const char* name;
@@ -37,6 +38,7 @@ inline constexpr Command kCommands[] = {
     {"repair", cmd_repair, "fetch damaged stored headers again from peers"},
     {"load", cmd_load, "load-test header servers with synthetic syncing clients"},
     {"report", cmd_report, "render a load report's HTML page from its JSON"},
+    {"discover", cmd_discover, "find nodes through discv4 and check their fork ids against our chain"},
 };
 
 }  // namespace headerd::node

@@ -11,6 +11,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
@@ -22,6 +23,7 @@
 #include "node/cli.hpp"
 #include "node/commands.hpp"
 #include "node/common.hpp"
+#include "node/discovery.hpp"
 #include "p2p/client_session.hpp"
 #include "p2p/inbound_limit.hpp"
 #include "p2p/net_metrics.hpp"
@@ -65,11 +67,12 @@ Outcome<p2p::InboundLimits> inbound_limits(const Args& args) {
 }  // namespace
 
 int cmd_serve(int argc, char** argv) {
-    const CommandSpec spec{
+    CommandSpec spec{
         "serve",
         "serve the stored headers to devp2p peers (RLPx, eth/68 to eth/72)",
         "--datadir DIR [--listen HOST:PORT] [--max-peers N] [--max-pending N] [--workers N] [--metrics HOST:PORT] "
-        "[--max-per-ip N] [--max-per-subnet N] [--inbound-throttle S] [--inbound-burst N] [--inbound-exempt LIST]",
+        "[--max-per-ip N] [--max-per-subnet N] [--inbound-throttle S] [--inbound-burst N] [--inbound-exempt LIST] "
+        "[--discovery v4] [--bootnodes LIST] [--nat extip:IP]",
         {datadir_option(),
          {"listen", "[HOST:]PORT", "TCP address to accept peers on (host 127.0.0.1 if absent; port 0: any free port)",
           "127.0.0.1:30303", false},
@@ -111,9 +114,12 @@ int cmd_serve(int argc, char** argv) {
          verbosity_option()},
         false,
         ""};
+    for (auto& o : discovery_options("off")) spec.options.push_back(std::move(o));
     int code = 0;
     auto args = start(spec, argc, argv, &code);
     if (!args) return code;
+    auto discovery = parse_discovery(*args, "off");
+    if (!discovery) return fail(discovery.error().message);
     auto listen = parse_endpoint("listen", args->get_or("listen", "127.0.0.1:30303"));
     if (!listen) return fail(listen.error().message);
     std::optional<tcp::endpoint> metrics_at;
@@ -235,13 +241,44 @@ int cmd_serve(int argc, char** argv) {
     const std::string enode_path = (std::filesystem::path(datadir) / "enode").string();
     if (auto r = p2p::write_file_atomic(enode_path, enode + "\n", 0644); !r) return fail(r.error().message);
 
+    // Our node record (DATADIR/enr): the advertised address, the ports and the eth fork id of the
+    // stored head; re-signed with a higher seq when the head passes a fork.
+    std::optional<asio::ip::address> advertised = discovery->extip;
+    if (!advertised && !bound.address().is_unspecified()) advertised = bound.address();
+    const uint16_t udp_port = discovery->udp_port.value_or(bound.port());
+    LocalRecord local_record(*key, datadir, advertised, bound.port(), discovery->enabled() ? udp_port : 0);
+    auto fork_id_now = [&db] { return compute_fork_id(*db.config(), db.head()->number, db.head()->timestamp); };
+    auto record = local_record.update(fork_id_now());
+    if (!record) return fail(record.error().message);
+    spdlog::info("Node record                              seq={} enr={}", record->seq(), record->text());
+    std::shared_ptr<disc::V4Service> discv4;
+    if (discovery->v4) {
+        auto started = start_discovery(control, *key, *discovery, *record,
+                                       asio::ip::udp::endpoint(bound.address(), udp_port), datadir);
+        if (!started) return fail(started.error().message);
+        discv4 = *started;
+    }
+
     // The only writer of the datadir while serving; stopped before the server.
     std::optional<sync::Follower> follower;
     if (!follow.peers.empty()) {
-        follower.emplace(db, kClientId, net_metrics.get(), follow, [&server, &db, &net_metrics](const db::Head& head) {
-            server.announce(head);
-            if (net_metrics) net_metrics->set_chain(head.number, db.ancient_items());
-        });
+        follower.emplace(
+            db, kClientId, net_metrics.get(), follow,
+            [&server, &db, &net_metrics, &control, &local_record, &fork_id_now, &discv4](const db::Head& head) {
+                server.announce(head);
+                if (net_metrics) net_metrics->set_chain(head.number, db.ancient_items());
+                // A new fork id means a new record (the follower calls from its own thread).
+                asio::post(control, [&local_record, &fork_id_now, &discv4] {
+                    auto updated = local_record.update(fork_id_now());
+                    if (!updated) {
+                        spdlog::warn("Node record not updated: {}", updated.error().message);
+                    } else if (discv4 && updated->seq() != discv4->record().seq()) {
+                        spdlog::info("Node record                              seq={} enr={}", updated->seq(),
+                                     updated->text());
+                        discv4->set_record(*updated);
+                    }
+                });
+            });
     }
     // The scrubber: damaged headers are marked (never served); with --follow, fetched again from the
     // followed peers under a throwaway identity (the follower's sessions hold the node key's).
@@ -270,6 +307,7 @@ int cmd_serve(int argc, char** argv) {
         if (ec) return;
         spdlog::info("Shutting down                            signal={} peers={}", signo, server.peers());
         scrubber.stop();
+        if (discv4) discv4->stop();
         if (follower) follower->stop();
         server.stop();
         if (http) http->stop();

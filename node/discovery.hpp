@@ -1,0 +1,72 @@
+#pragma once
+
+// Node discovery in the commands: the options serve, sync and discover share (--discovery,
+// --bootnodes, --discovery.port, --nat and the test timings), our own node record (made, kept
+// in DATADIR/enr and re-signed with a higher seq when its contents change), and the discv4 service
+// started from them. docs/discovery.md describes the protocol side, docs/operations.md the flags.
+//
+// Safety: with no --bootnodes and no --discovery, discovery is off and sends nothing. The public
+// lists are used only when a user names them (--bootnodes mainnet).
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+
+#include "core/forkid.hpp"
+#include "core/result.hpp"
+#include "disc/v4_udp.hpp"
+#include "node/cli.hpp"
+
+namespace headerd::node {
+
+struct DiscoverySettings {
+    bool v4{false};
+    bool v5{false};
+    std::vector<disc::Node> bootnodes;
+    // --nat extip:IP: the address our record advertises. Without it, the listen address when it
+    // is a specific one; none when it is 0.0.0.0 (peers then use the address our packets come from).
+    std::optional<boost::asio::ip::address> extip;
+    std::optional<uint16_t> udp_port;  // --discovery.port; absent: the TCP port
+    disc::V4Config v4_config;          // bootnodes and the test timings filled in
+    bool enabled() const noexcept { return v4 || v5; }
+};
+
+// --discovery, --bootnodes, --discovery.port, --nat, --discovery.refresh, --discovery.timeout.
+std::vector<OptionSpec> discovery_options(const std::string& default_mode);
+Outcome<DiscoverySettings> parse_discovery(const Args& args, const std::string& default_mode);
+// A comma-separated list of enode URLs, enr: records and network names (mainnet, sepolia,
+// holesky, hoodi).
+Outcome<std::vector<disc::Node>> parse_bootnodes(const std::string& list);
+
+// Our record: ip (or ip6), tcp, udp and the eth fork id entry. With a datadir, the record of the
+// last run (DATADIR/enr) is kept when nothing changed, and otherwise replaced by one with a higher
+// seq; the result is written back to DATADIR/enr.
+class LocalRecord {
+  public:
+    LocalRecord(const rlpx::PrivateKey& key, std::string datadir, std::optional<boost::asio::ip::address> ip,
+                uint16_t tcp, uint16_t udp);
+    // Makes (or keeps) the record for this fork id; an error names the file it could not write.
+    Outcome<disc::Enr> update(const std::optional<ForkId>& fork_id);
+    const std::optional<disc::Enr>& current() const noexcept { return current_; }
+
+  private:
+    const rlpx::PrivateKey& key_;
+    std::string path_;
+    std::optional<boost::asio::ip::address> ip_;
+    uint16_t tcp_;
+    uint16_t udp_;
+    std::optional<disc::Enr> current_;
+};
+
+// Binds and starts discv4 on `listen` (UDP) with `record`; its node database is DATADIR/nodes
+// (in memory when datadir is empty).
+Outcome<std::shared_ptr<disc::V4Service>> start_discovery(boost::asio::io_context& io, const rlpx::PrivateKey& key,
+                                                          const DiscoverySettings& settings, const disc::Enr& record,
+                                                          const boost::asio::ip::udp::endpoint& listen,
+                                                          const std::string& datadir);
+
+}  // namespace headerd::node
