@@ -25,6 +25,7 @@
 #include "node/cli.hpp"
 #include "node/commands.hpp"
 #include "node/common.hpp"
+#include "node/crawler.hpp"
 #include "node/discovery.hpp"
 #include "p2p/node_key.hpp"
 
@@ -34,70 +35,9 @@ namespace {
 namespace asio = boost::asio;
 using asio::awaitable;
 
-// Records fetched at once: enough to keep up with lookups, few enough not to look like a flood.
-constexpr size_t kParallelRecordRequests = 8;
-
-struct Found {
-    disc::Node node;
-    std::optional<disc::Enr> record;
-    bool asked{false};
-    std::optional<std::string> compatibility;  // "yes", "no: <why>"; unset without a record or eth entry
-};
+using Found = Crawler::Found;
 
 std::string fork_text(const ForkId& id) { return fmt::format("{}/{}", to_hex0x(id.hash), id.next); }
-
-struct Crawl {
-    std::shared_ptr<disc::V4Service> service;
-    const ChainConfig* config{nullptr};
-    uint64_t head_number{0};
-    uint64_t head_time{0};
-    std::map<disc::NodeId, Found> found;
-    bool stopping{false};
-
-    void judge(Found& f) {
-        if (!f.record || !f.record->eth()) return;
-        auto ok = validate_fork_id(*config, head_number, head_time, *f.record->eth());
-        f.compatibility = ok ? std::string("yes") : "no: " + ok.error().message();
-    }
-};
-
-awaitable<void> fetch_records(std::shared_ptr<Crawl> crawl) {
-    while (!crawl->stopping) {
-        disc::Node* next = nullptr;
-        for (auto& [id, f] : crawl->found) {
-            if (!f.asked) {
-                f.asked = true;
-                next = &f.node;
-                break;
-            }
-        }
-        if (!next) {
-            asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(200));
-            co_await t.async_wait(kTuple);
-            continue;
-        }
-        const disc::Node node = *next;
-        auto record = co_await crawl->service->request_enr(node);
-        if (record) {
-            Found& f = crawl->found.at(node.id);
-            f.record = *record;
-            crawl->judge(f);
-        }
-    }
-}
-
-awaitable<void> keep_looking(std::shared_ptr<Crawl> crawl) {
-    std::mt19937_64 rng(std::random_device{}());
-    while (!crawl->stopping) {
-        disc::v4::NodeKey target;
-        for (auto& b : target) b = static_cast<uint8_t>(rng());
-        co_await crawl->service->lookup(target);
-        if (crawl->found.empty()) {  // nobody answered yet: do not spin
-            asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(500));
-            co_await t.async_wait(kTuple);
-        }
-    }
-}
 
 boost::json::object node_json(const Found& f) {
     boost::json::object o{{"id", to_hex(f.node.id)}, {"enode", f.node.enode()}, {"found_by", "discv4"}};
@@ -143,24 +83,24 @@ int cmd_discover(int argc, char** argv) {
     auto listen_tcp = parse_endpoint("listen", args->get_or("listen", "0.0.0.0:0"));
     if (!listen_tcp) return fail(listen_tcp.error().message);
 
-    auto crawl = std::make_shared<Crawl>();
     std::optional<synthetic::Generator> generator;
     std::unique_ptr<db::ChainDb> chain;
+    const ChainConfig* config = nullptr;
+    // Fully synced by default: past every fork the config knows.
+    uint64_t head_number = std::numeric_limits<uint64_t>::max() / 2;
+    uint64_t head_time = std::numeric_limits<uint64_t>::max() / 2;
     if (auto datadir = args->get("datadir")) {
         auto opened = open_existing(*datadir, true);
         if (!opened) return fail(opened.error().message);
         chain = std::move(*opened);
         if (!chain->config() || !chain->head()) return fail(fmt::format("datadir {} holds no chain", *datadir));
-        crawl->config = chain->config();
-        crawl->head_number = chain->head()->number;
-        crawl->head_time = chain->head()->timestamp;
+        config = chain->config();
+        head_number = chain->head()->number;
+        head_time = chain->head()->timestamp;
     } else {
-        auto config = network_from_args(*args, generator);
-        if (!config) return fail(config.error().message);
-        crawl->config = *config;
-        // Fully synced: past every fork the config knows.
-        crawl->head_number = std::numeric_limits<uint64_t>::max() / 2;
-        crawl->head_time = std::numeric_limits<uint64_t>::max() / 2;
+        auto named = network_from_args(*args, generator);
+        if (!named) return fail(named.error().message);
+        config = *named;
     }
     if (settings->bootnodes.empty()) {
         spdlog::warn(
@@ -177,23 +117,18 @@ int cmd_discover(int argc, char** argv) {
     if (!record) return fail("cannot sign a node record");
     auto service = start_discovery(io, *key, *settings, *record, listen, "");
     if (!service) return fail(service.error().message);
-    crawl->service = *service;
-    crawl->service->on_found = [crawl](const disc::Node& n) {
-        auto [it, added] = crawl->found.try_emplace(n.id, Found{n, std::nullopt, false, std::nullopt});
-        if (added) spdlog::debug("Found node                               enode={}", n.enode());
-    };
-    for (const auto& b : settings->bootnodes) crawl->service->on_found(b);
+    auto crawl = std::make_shared<Crawler>(*service, *config, head_number, head_time);
 
     const auto started = std::chrono::steady_clock::now();
     asio::steady_timer deadline(io, std::chrono::milliseconds(static_cast<int64_t>(*duration * 1000)));
     asio::steady_timer progress(io);
     asio::signal_set signals(io, SIGINT, SIGTERM);
     auto finish = [&] {
-        crawl->stopping = true;
+        crawl->stop();
         deadline.cancel();
         progress.cancel();
         signals.cancel();
-        crawl->service->stop();
+        (*service)->stop();
     };
     signals.async_wait([&](const boost::system::error_code& ec, int) {
         if (!ec) finish();
@@ -205,28 +140,22 @@ int cmd_discover(int argc, char** argv) {
         progress.expires_after(std::chrono::seconds(5));
         progress.async_wait([&](const boost::system::error_code& ec) {
             if (ec) return;
-            size_t records = 0, compatible = 0;
-            for (const auto& [id, f] : crawl->found) {
-                records += f.record.has_value();
-                compatible += f.compatibility == "yes";
-            }
             spdlog::info("Crawling                                 found={} records={} compatible={} table={}",
-                         crawl->found.size(), records, compatible, crawl->service->table().size());
+                         crawl->found().size(), crawl->records(), crawl->compatible(), (*service)->table().size());
             report();
         });
     };
     report();
     if (!settings->bootnodes.empty()) {
-        asio::co_spawn(io, keep_looking(crawl), asio::detached);
-        for (size_t i = 0; i < kParallelRecordRequests; ++i) asio::co_spawn(io, fetch_records(crawl), asio::detached);
+        crawl->start(io);
+        for (const auto& b : settings->bootnodes) crawl->add(b);
     }
     io.run();
 
-    size_t records = 0, compatible = 0;
+    const size_t records = crawl->records();
+    const size_t compatible = crawl->compatible();
     boost::json::array nodes;
-    for (const auto& [id, f] : crawl->found) {
-        records += f.record.has_value();
-        compatible += f.compatibility == "yes";
+    for (const auto& [id, f] : crawl->found()) {
         nodes.push_back(node_json(f));
         std::cout << fmt::format("{} record={} eth={} compatible={}\n", f.node.enode(), f.record ? "yes" : "no",
                                  f.record && f.record->eth() ? fork_text(*f.record->eth()) : "-",
@@ -234,11 +163,10 @@ int cmd_discover(int argc, char** argv) {
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     spdlog::info("Crawl done                               found={} records={} compatible={} seconds={:.1f}",
-                 crawl->found.size(), records, compatible, seconds);
+                 crawl->found().size(), records, compatible, seconds);
     if (auto path = args->get("json")) {
-        boost::json::object out{{"network", crawl->config->name}, {"seconds", seconds},
-                                {"found", crawl->found.size()},   {"records", records},
-                                {"compatible", compatible},       {"nodes", std::move(nodes)}};
+        boost::json::object out{{"network", config->name}, {"seconds", seconds},       {"found", crawl->found().size()},
+                                {"records", records},      {"compatible", compatible}, {"nodes", std::move(nodes)}};
         if (auto r = p2p::write_file_atomic(*path, boost::json::serialize(out) + "\n", 0644); !r) {
             return fail(r.error().message);
         }

@@ -1,0 +1,121 @@
+#include "node/crawler.hpp"
+
+#include <random>
+
+#include <spdlog/spdlog.h>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+
+#include "core/awaitable.hpp"
+
+namespace headerd::node {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+
+Crawler::Crawler(std::shared_ptr<disc::V4Service> service, const ChainConfig& config, uint64_t head_number,
+                 uint64_t head_time)
+    : service_(std::move(service)), config_(config), head_number_(head_number), head_time_(head_time) {}
+
+void Crawler::start(asio::io_context& io, size_t parallel) {
+    std::weak_ptr<Crawler> weak = weak_from_this();
+    service_->on_found = [weak](const disc::Node& n) {
+        if (auto self = weak.lock()) self->add(n);
+    };
+    for (const auto& n : service_->table().nodes()) add(n);
+    asio::co_spawn(
+        io, [self = shared_from_this()] { return self->keep_looking(); }, asio::detached);
+    for (size_t i = 0; i < parallel; ++i) {
+        asio::co_spawn(
+            io, [self = shared_from_this()] { return self->fetch_records(); }, asio::detached);
+    }
+}
+
+void Crawler::add(const disc::Node& n) {
+    auto [it, added] = found_.try_emplace(n.id, Found{n, std::nullopt, false, std::nullopt});
+    if (added) spdlog::debug("Found node                               enode={}", n.enode());
+}
+
+void Crawler::judge(Found& f) const {
+    if (!f.record || !f.record->eth()) return;
+    auto ok = validate_fork_id(config_, head_number_, head_time_, *f.record->eth());
+    f.compatibility = ok ? std::string("yes") : "no: " + ok.error().message();
+}
+
+size_t Crawler::records() const noexcept {
+    size_t n = 0;
+    for (const auto& [id, f] : found_) n += f.record.has_value();
+    return n;
+}
+
+size_t Crawler::compatible() const noexcept {
+    size_t n = 0;
+    for (const auto& [id, f] : found_) n += f.compatibility == "yes";
+    return n;
+}
+
+std::vector<p2p::Enode> Crawler::candidates(size_t limit, const std::set<disc::NodeId>& exclude) const {
+    std::vector<p2p::Enode> out;
+    for (const auto& [id, f] : found_) {
+        if (out.size() >= limit) break;
+        if (f.compatibility != "yes" || exclude.count(id) != 0) continue;
+        auto node = disc::Node::from_enr(*f.record);  // the record's address, not the one we heard
+        if (!node || node->tcp == 0) continue;
+        out.push_back(p2p::Enode{node->key, node->ip.to_string(), node->tcp, node->udp});
+    }
+    return out;
+}
+
+awaitable<std::vector<p2p::Enode>> Crawler::wait_for(size_t want, std::chrono::milliseconds wait,
+                                                     std::set<disc::NodeId> exclude) {
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    asio::steady_timer t(co_await asio::this_coro::executor);
+    while (!stopping_ && candidates(want, exclude).size() < want && std::chrono::steady_clock::now() < deadline) {
+        t.expires_after(std::chrono::milliseconds(100));
+        co_await t.async_wait(kTuple);
+    }
+    co_return candidates(want, exclude);
+}
+
+awaitable<void> Crawler::fetch_records() {
+    asio::steady_timer idle(co_await asio::this_coro::executor);
+    while (!stopping_) {
+        const Found* next = nullptr;
+        for (auto& [id, f] : found_) {
+            if (!f.asked) {
+                f.asked = true;
+                next = &f;
+                break;
+            }
+        }
+        if (!next) {
+            idle.expires_after(std::chrono::milliseconds(200));
+            co_await idle.async_wait(kTuple);
+            continue;
+        }
+        const disc::Node node = next->node;
+        if (auto record = co_await service_->request_enr(node)) {
+            Found& f = found_.at(node.id);
+            f.record = *record;
+            judge(f);
+        }
+    }
+}
+
+awaitable<void> Crawler::keep_looking() {
+    std::mt19937_64 rng(std::random_device{}());
+    asio::steady_timer pause(co_await asio::this_coro::executor);
+    while (!stopping_) {
+        disc::v4::NodeKey target;
+        for (auto& b : target) b = static_cast<uint8_t>(rng());
+        co_await service_->lookup(target);
+        if (found_.empty()) {  // nobody answered yet: do not spin
+            pause.expires_after(std::chrono::milliseconds(500));
+            co_await pause.async_wait(kTuple);
+        }
+    }
+}
+
+}  // namespace headerd::node

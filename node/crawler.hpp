@@ -1,0 +1,68 @@
+#pragma once
+
+// Finding header servers through discv4: keep running lookups at random targets, ask every node
+// heard of for its record (EIP-868), and judge the record's `eth` fork id against our chain, as geth
+// filters its dial candidates (eth/backend.go: RequestENR, then the fork id filter). `headerd
+// discover` reports everything found; `sync --discover` and `serve --follow-discovered` dial only
+// the compatible ones. A node without a record (or without an eth entry) is never a candidate.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include "core/chain_config.hpp"
+#include "disc/v4_udp.hpp"
+#include "p2p/node_key.hpp"
+
+namespace headerd::node {
+
+class Crawler : public std::enable_shared_from_this<Crawler> {
+  public:
+    struct Found {
+        disc::Node node;
+        std::optional<disc::Enr> record;
+        bool asked{false};
+        // "yes" or "no: <why>"; unset without a record or without an eth entry.
+        std::optional<std::string> compatibility;
+    };
+
+    // Judges fork ids as a node at (head_number, head_time) of `config` would.
+    Crawler(std::shared_ptr<disc::V4Service> service, const ChainConfig& config, uint64_t head_number,
+            uint64_t head_time);
+
+    // Hooks the service's on_found and starts the lookups and `parallel` record requests.
+    void start(boost::asio::io_context& io, size_t parallel = 8);
+    void stop() noexcept { stopping_ = true; }
+    // A node to ask for its record (the bootnodes; the service reports the others).
+    void add(const disc::Node& n);
+
+    const std::map<disc::NodeId, Found>& found() const noexcept { return found_; }
+    size_t records() const noexcept;
+    size_t compatible() const noexcept;
+    // Up to `limit` compatible nodes with a TCP port, as enode URLs, leaving out `exclude`.
+    std::vector<p2p::Enode> candidates(size_t limit, const std::set<disc::NodeId>& exclude = {}) const;
+    // Runs until `want` candidates are known or `wait` passed.
+    boost::asio::awaitable<std::vector<p2p::Enode>> wait_for(size_t want, std::chrono::milliseconds wait,
+                                                             std::set<disc::NodeId> exclude = {});
+
+  private:
+    boost::asio::awaitable<void> fetch_records();
+    boost::asio::awaitable<void> keep_looking();
+    void judge(Found& f) const;
+
+    std::shared_ptr<disc::V4Service> service_;
+    const ChainConfig& config_;
+    uint64_t head_number_;
+    uint64_t head_time_;
+    std::map<disc::NodeId, Found> found_;
+    bool stopping_{false};
+};
+
+}  // namespace headerd::node
