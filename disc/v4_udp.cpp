@@ -452,6 +452,7 @@ awaitable<void> V4Service::refresh() {
 awaitable<void> V4Service::refresh_loop() {
     while (!stopped_) {
         co_await refresh();
+        if (stopped_) break;  // stop() came during the refresh: its cancel found no wait
         // geth: the next refresh at a random time in [interval/2, interval).
         const auto half = config_.refresh_interval / 2;
         std::uniform_int_distribution<int64_t> jitter(0, std::max<int64_t>(half.count() * 1000 - 1, 0));

@@ -229,6 +229,27 @@ TEST(V4Service, DropsUnsolicitedExpiredAndOversizedPackets) {
     EXPECT_EQ(server.service->table().size(), 0u);
 }
 
+// stop() during a refresh (a bootnode that never answers keeps the lookups waiting) ends every
+// coroutine: the io_context runs out of work instead of waiting for the next refresh.
+TEST(V4Service, StopEndsEveryCoroutine) {
+    asio::io_context io;
+    RawPeer silent(io);
+    V4Config c = fast_config();
+    c.bootnodes = {
+        Node::from_key(silent.key.public_key(), asio::ip::make_address("127.0.0.1"), silent.port(), silent.port())};
+    auto node = std::make_unique<TestNode>(io, c);
+    node->service->start();
+    io.run_for(100ms);
+    node->service->stop();
+    node.reset();
+    silent.socket.close();
+    io.restart();
+    const auto started = std::chrono::steady_clock::now();
+    io.run_for(5s);
+    EXPECT_TRUE(io.stopped());
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
+}
+
 TEST(V4Service, RestartRejoinsFromTheNodeDatabase) {
     const auto dir = std::filesystem::temp_directory_path() / ("headerd-v4-restart-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
