@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <functional>
 #include <list>
-#include <variant>
 #include <memory>
 #include <optional>
 #include <random>
@@ -22,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include <boost/system/result.hpp>

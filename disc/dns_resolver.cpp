@@ -108,7 +108,8 @@ Result<std::vector<std::string>> UdpTxtResolver::lookup_txt(std::string_view nam
     const std::string query(name);
     // Large enough for any answer over TCP (a 16-bit length), which a truncated UDP answer leads to.
     Bytes answer(std::numeric_limits<uint16_t>::max());
-    const int n = res_nquery(&state_->res, query.c_str(), ns_c_in, ns_t_txt, answer.data(), static_cast<int>(answer.size()));
+    const int n =
+        res_nquery(&state_->res, query.c_str(), ns_c_in, ns_t_txt, answer.data(), static_cast<int>(answer.size()));
     if (n < 0) {
         switch (state_->res.res_h_errno) {
             case HOST_NOT_FOUND:

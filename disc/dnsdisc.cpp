@@ -115,9 +115,9 @@ std::string build(std::vector<std::string> texts, std::map<std::string, std::str
     std::vector<std::string> subtrees;
     for (size_t i = 0; i < texts.size(); i += kMaxBranchChildren) {
         const size_t end = std::min(texts.size(), i + kMaxBranchChildren);
-        std::string sub = build({texts.begin() + static_cast<std::ptrdiff_t>(i),
-                                 texts.begin() + static_cast<std::ptrdiff_t>(end)},
-                                records);
+        std::string sub =
+            build({texts.begin() + static_cast<std::ptrdiff_t>(i), texts.begin() + static_cast<std::ptrdiff_t>(end)},
+                  records);
         records[entry_hash(sub)] = sub;
         subtrees.push_back(std::move(sub));
     }
@@ -133,9 +133,7 @@ const std::error_category& dnsdisc_category() noexcept {
 
 std::error_code make_error_code(DnsDiscError e) noexcept { return {static_cast<int>(e), dnsdisc_category()}; }
 
-std::string LinkEntry::url() const {
-    return std::string(kLinkPrefix) + base32_encode(key.compressed()) + "@" + domain;
-}
+std::string LinkEntry::url() const { return std::string(kLinkPrefix) + base32_encode(key.compressed()) + "@" + domain; }
 
 std::string RootEntry::unsigned_text() const {
     return std::string(kRootPrefix) + " e=" + enr_root + " l=" + link_root + " seq=" + std::to_string(seq);
@@ -157,7 +155,7 @@ std::string BranchEntry::text() const {
 bool is_valid_hash(std::string_view hash) noexcept {
     // The shortest and longest spellings first, so that nothing long is decoded.
     if (hash.size() < (kMinHashSize * 8 + 4) / 5 || hash.size() > (kMaxHashSize * 8 + 4) / 5) return false;
-    const auto bytes = base32_decode(hash);
+    const auto bytes = base32_decode(hash, false);
     return bytes && bytes->size() >= kMinHashSize && bytes->size() <= kMaxHashSize;
 }
 
@@ -170,7 +168,8 @@ bool is_valid_domain(std::string_view domain) noexcept {
             label = 0;
             continue;
         }
-        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+        const bool ok =
+            (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
         if (!ok || ++label > 63) return false;
     }
     return label != 0;
@@ -241,7 +240,7 @@ Result<Entry> parse_entry(std::string_view text) noexcept {
 
 Result<Entry> parse_entry_at(std::string_view text, std::string_view hash) noexcept {
     if (!is_valid_hash(hash)) return make_error_code(DnsDiscError::kBadHash);
-    const auto want = base32_decode(hash);
+    const auto want = base32_decode(hash, false);
     const Hash32 have = keccak256(as_bytes(text));
     if (!want || !std::equal(want->begin(), want->end(), have.begin())) {
         return make_error_code(DnsDiscError::kHashMismatch);

@@ -121,7 +121,8 @@ Result<Entry> parse_entry_at(std::string_view text, std::string_view hash) noexc
 std::string entry_hash(std::string_view text);
 std::string entry_text(const Entry& entry);
 
-// A hash as roots and branches may write it: base32 without padding of 12 to 32 bytes.
+// A hash as roots and branches may write it: base32 without padding of 12 to 32 bytes (the unused
+// low bits of its last character ignored, since a shortened hash is a prefix of the full text).
 bool is_valid_hash(std::string_view hash) noexcept;
 // A DNS name this code will query: at most 253 characters, labels of 1 to 63 characters from
 // [A-Za-z0-9_-], no leading or trailing dot.
@@ -129,7 +130,7 @@ bool is_valid_domain(std::string_view domain) noexcept;
 
 // A signed tree as a zone serves it.
 struct DnsTree {
-    std::string url;      // enrtree://KEY@DOMAIN of the signing key
+    std::string url;  // enrtree://KEY@DOMAIN of the signing key
     RootEntry root;
     // Every TXT record: DOMAIN -> the root's text, HASH.DOMAIN -> an entry's text.
     std::map<std::string, std::string> records;

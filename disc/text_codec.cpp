@@ -70,7 +70,7 @@ std::string base32_encode(ByteView data) {
     return out;
 }
 
-std::optional<Bytes> base32_decode(std::string_view text) {
+std::optional<Bytes> base32_decode(std::string_view text, bool canonical) {
     // 8 characters carry 5 bytes; a tail of 1, 3 or 6 characters is no whole number of bytes.
     const size_t tail = text.size() % 8;
     if (tail == 1 || tail == 3 || tail == 6) return std::nullopt;
@@ -88,7 +88,7 @@ std::optional<Bytes> base32_decode(std::string_view text) {
             out.push_back(static_cast<uint8_t>(buffer >> bits));
         }
     }
-    if ((buffer & ((1u << bits) - 1)) != 0) return std::nullopt;  // unused low bits set: not canonical
+    if (canonical && (buffer & ((1u << bits) - 1)) != 0) return std::nullopt;  // unused low bits set
     return out;
 }
 

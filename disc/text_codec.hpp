@@ -20,6 +20,8 @@ std::string base64url_encode(ByteView data);
 std::optional<Bytes> base64url_decode(std::string_view text);
 
 std::string base32_encode(ByteView data);
-std::optional<Bytes> base32_decode(std::string_view text);
+// With `canonical` false, unused low bits of the last character are ignored: a DNS tree hash may be
+// the first characters of a longer hash's text, whose last one then carries bits of the next byte.
+std::optional<Bytes> base32_decode(std::string_view text, bool canonical = true);
 
 }  // namespace headerd::disc
