@@ -24,7 +24,7 @@ class ResolveCategory final : public std::error_category {
             case ResolveError::kNoData:
                 return "no TXT record";
             case ResolveError::kTryAgain:
-                return "no answer from the DNS server (timeout or SERVFAIL)";
+                return "no usable answer from the DNS server (timeout, SERVFAIL or REFUSED)";
             case ResolveError::kRefused:
                 return "the DNS server refused the query";
             case ResolveError::kMalformedAnswer:
@@ -91,6 +91,9 @@ Result<std::unique_ptr<UdpTxtResolver>> UdpTxtResolver::create(const UdpTxtResol
     // res_nquery asks for the name as given: no search domains appended (those belong to
     // res_nsearch, but clear them so nothing can add one).
     state->res.options &= ~static_cast<decltype(state->res.options)>(RES_DNSRCH | RES_DEFNAMES);
+    // EDNS0 lets an entry of up to 512 characters come back in one UDP answer (above plain DNS's
+    // 512-byte message) instead of truncated and asked again over TCP.
+    state->res.options |= RES_USE_EDNS0;
     const auto seconds = std::clamp<std::chrono::seconds::rep>(config.timeout.count(), 1, 60);
     state->res.retrans = static_cast<int>(seconds);
     state->res.retry = std::clamp(config.attempts, 1, 5);

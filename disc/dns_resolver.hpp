@@ -4,8 +4,8 @@
 // user named, or, when none is named, to the servers of the system configuration
 // (/etc/resolv.conf). Who may use the latter is a policy of the caller: headerd builds a
 // resolver only for an enrtree:// URL the user gave, never by default (docs/discovery.md, "DNS
-// discovery"). An answer with the truncation bit set is asked again over TCP, to the same server,
-// as res_nquery does.
+// discovery"). Queries carry EDNS0, so an entry fits one UDP answer; an answer with the truncation
+// bit set is asked again over TCP, to the same server, as res_nquery does.
 
 #include <chrono>
 #include <cstdint>
@@ -26,7 +26,7 @@ namespace headerd::disc {
 enum class ResolveError {
     kNotFound = 1,     // NXDOMAIN: no such name
     kNoData,           // the name exists but has no TXT record
-    kTryAgain,         // no answer in time, or the server failed (SERVFAIL): may work later
+    kTryAgain,         // no answer in time, or SERVFAIL or REFUSED from every server: may work later
     kRefused,          // the server refused or could not parse the query
     kMalformedAnswer,  // an answer that does not parse as DNS, or a TXT record that is not strings
     kBadName,          // a name res_nquery cannot encode (too long)
