@@ -143,7 +143,7 @@ Result<std::vector<std::string>> txt_records_of_answer(ByteView message) noexcep
         if (ns_rr_type(rr) != ns_t_txt || ns_rr_class(rr) != ns_c_in) continue;
         // RDATA is one or more character-strings, each a length byte and that many bytes; a
         // record longer than 255 bytes is split into several, which make one text again.
-        const ByteView rdata{ns_rr_rdata(rr), ns_rr_rdlen(rr)};
+        const ByteView rdata{ns_rr_rdata(rr), static_cast<size_t>(ns_rr_rdlen(rr))};
         std::string text;
         for (size_t at = 0; at < rdata.size();) {
             const size_t len = rdata[at];
