@@ -1,9 +1,10 @@
 // DNS node lists (EIP-1459): the example zone of the spec (devp2p dnsdisc.md) read and its root
 // verified, and its hashes made again by make_tree; trees made by make_tree read back whole
 // (sync_tree) and one ENR at a time (DnsClient::next) through an in-memory resolver; links
-// followed and link cycles ended; a seq rollback, a wrong hash, a bad signature and every kind of
-// malformed entry refused with its own error and the name it came from; TXT answers with split
-// strings joined. Every ENR made here has a loopback address.
+// followed and link cycles ended; a new root picked up after the recheck interval; a seq
+// rollback, a wrong hash, a bad signature and every kind of malformed entry refused with its own
+// error and the name it came from; TXT answers with split strings joined. Every ENR made here has
+// a loopback address.
 
 #include "disc/dnsdisc.hpp"
 
@@ -330,6 +331,32 @@ TEST(DnsDisc, SeqRollbackRejected) {
     // The same seq again is no rollback.
     r.add(v5.records);
     EXPECT_TRUE(client.sync_tree(v5.url));
+}
+
+TEST(DnsDisc, IteratorPicksUpANewRoot) {
+    // Seq 1 has 10 records; seq 2 adds 10 more. Before the recheck interval only the first 10 come;
+    // after it, all 20 (geth's TestIteratorNodeUpdates).
+    const auto enrs = loopback_enrs(20);
+    const DnsTree v1 = make({enrs.begin(), enrs.begin() + 10}, {}, "n", 1);
+    const DnsTree v2 = make(enrs, {}, "n", 2);
+    MapResolver r;
+    r.add(v1.records);
+    auto now = std::chrono::steady_clock::time_point{};
+    DnsClient client(r, DnsClientConfig{.seed = 6, .now = [&now] { return now; }});
+    ASSERT_TRUE(client.add_tree(v1.url));
+    const std::vector<Enr> first(enrs.begin(), enrs.begin() + 10);
+    EXPECT_TRUE(missing_after_iterating(client, texts_of(first)).empty());
+    r.txt.clear();
+    r.add(v2.records);
+    std::set<std::string> seen;
+    for (int i = 0; i < 30; ++i) {
+        auto got = client.next();
+        ASSERT_TRUE(got && *got);
+        seen.insert((*got)->text());
+    }
+    EXPECT_EQ(seen, texts_of(first));  // still the old root, from the cache
+    now += std::chrono::minutes(30);
+    EXPECT_TRUE(missing_after_iterating(client, texts_of(enrs)).empty());
 }
 
 TEST(DnsDisc, WrongHashRejected) {
