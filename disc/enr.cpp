@@ -2,10 +2,9 @@
 
 #include <cstring>
 
-#include <openssl/evp.h>
-
 #include "core/keccak.hpp"
 #include "core/rlp.hpp"
+#include "disc/text_codec.hpp"
 
 namespace headerd::disc {
 namespace {
@@ -82,44 +81,6 @@ std::optional<ForkId> fork_id_item(ByteView item) noexcept {
     return id;
 }
 
-std::string base64url(ByteView data) {
-    std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
-    const int n =
-        EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data.data(), static_cast<int>(data.size()));
-    out.resize(static_cast<size_t>(n));
-    while (!out.empty() && out.back() == '=') out.pop_back();
-    for (char& c : out) {
-        if (c == '+') c = '-';
-        if (c == '/') c = '_';
-    }
-    return out;
-}
-
-std::optional<Bytes> from_base64url(std::string_view text) {
-    if (text.size() % 4 == 1) return std::nullopt;  // no length of bytes encodes to 4k + 1 characters
-    std::string b64(text);
-    for (char& c : b64) {
-        const bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-        if (c == '-') {
-            c = '+';
-        } else if (c == '_') {
-            c = '/';
-        } else if (!plain) {
-            return std::nullopt;  // '+', '/', '=', spaces: not the URL-safe alphabet without padding
-        }
-    }
-    const size_t padding = (4 - b64.size() % 4) % 4;
-    b64.append(padding, '=');
-    Bytes out(b64.size() / 4 * 3);
-    const int n =
-        EVP_DecodeBlock(out.data(), reinterpret_cast<const unsigned char*>(b64.data()), static_cast<int>(b64.size()));
-    if (n < 0 || static_cast<size_t>(n) < padding) return std::nullopt;
-    out.resize(static_cast<size_t>(n) - padding);
-    // The unused low bits of the last character must be zero: one record has one text form.
-    if (base64url(out) != text) return std::nullopt;
-    return out;
-}
-
 // rlp([seq, k1, v1, ...]) from the pairs.
 Bytes content_of(uint64_t seq, const std::map<std::string, Bytes, std::less<>>& pairs) {
     Bytes body;
@@ -192,12 +153,12 @@ Result<Enr> Enr::from_text(std::string_view text) noexcept {
     if (!text.starts_with(kPrefix)) return make_error_code(EnrError::kBadText);
     text.remove_prefix(kPrefix.size());
     if (text.size() > 4 * ((kEnrMaxSize + 2) / 3)) return make_error_code(EnrError::kTooBig);
-    auto bytes = from_base64url(text);
+    auto bytes = base64url_decode(text);
     if (!bytes) return make_error_code(EnrError::kBadText);
     return decode(*bytes);
 }
 
-std::string Enr::text() const { return "enr:" + base64url(encoded_); }
+std::string Enr::text() const { return "enr:" + base64url_encode(encoded_); }
 
 std::optional<ByteView> Enr::value(std::string_view key) const noexcept {
     auto it = pairs_.find(key);
