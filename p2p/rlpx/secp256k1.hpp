@@ -69,6 +69,9 @@ class PrivateKey {
 // Shared secret of RLPx and ECIES: the raw 32-byte X coordinate of key * point. Not hashed,
 // unlike libsecp256k1's default ECDH output.
 Result<Hash32> ecdh(const PrivateKey& key, const PublicKey& point) noexcept;
+// Shared secret of discv5: the whole point key * point in SEC1 compressed form (33 bytes, the
+// parity of Y then X). discv5 keeps the Y parity that RLPx's raw X drops.
+Result<std::array<uint8_t, kCompressedKeySize>> ecdh_compressed(const PrivateKey& key, const PublicKey& point) noexcept;
 
 // Signs a 32-byte value as is (the caller has already hashed or derived it). Deterministic
 // (RFC 6979).
