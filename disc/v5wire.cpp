@@ -398,7 +398,7 @@ Result<Encoded> Codec::encode(const Hash32& dest_id, const Endpoint& dest, const
         if (!h) return h.error();
         auto out = finish(dest_id, std::move(*h), body);
         if (!out) return out.error();
-        return Encoded{std::move(*out), nonce};
+        return Encoded{std::move(*out), nonce, true};
     }
     auto nonce = next_nonce(*session);
     if (!nonce) return nonce.error();

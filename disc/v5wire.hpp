@@ -203,6 +203,9 @@ struct Decoded {
 struct Encoded {
     Bytes datagram;
     Nonce nonce{};  // the packet's nonce: a WHOAREYOU in reply names it as request_nonce
+    // encode found no session and wrote a random packet: the message itself was not sent; send it
+    // with encode_handshake when the WHOAREYOU naming `nonce` arrives.
+    bool random_packet{false};
 };
 
 // What a codec draws at random, and its clock. Unset members use OpenSSL's CSPRNG (via `random`)

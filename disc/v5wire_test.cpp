@@ -412,6 +412,7 @@ TEST(V5Codec, FullRoundTrip) {
     const Message ping = Ping{{7, 7}, n.record_a.seq()};
     auto first = a.encode(n.id_b, kAddrB, ping).value();
     EXPECT_EQ(first.datagram.size(), kHeaderStart + 32 + kRandomMessageSize);
+    EXPECT_TRUE(first.random_packet);
     auto unknown = b.decode(first.datagram, kAddrA).value();
     EXPECT_EQ(unknown.src_id, n.id_a);
     ASSERT_TRUE(std::holds_alternative<Unknown>(unknown.packet));
@@ -432,6 +433,7 @@ TEST(V5Codec, FullRoundTrip) {
     // B answers over the new session.
     const Message pong = Pong{{7, 7}, n.record_b.seq(), kAddrA};
     auto reply = b.encode(n.id_a, kAddrA, pong).value();
+    EXPECT_FALSE(reply.random_packet);
     auto pong_got = a.decode(reply.datagram, kAddrB).value();
     EXPECT_EQ(pong_got.src_id, n.id_b);
     EXPECT_FALSE(pong_got.record);
