@@ -124,7 +124,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         // Whatever came in, the codec still works: a session packet to A encodes.
         if (!b.encode(key_a().public_key().node_id(), kFrom, Ping{{1}, 1})) fail("encode failed after decode");
     }
-    // A reading as the one B challenges (WHOAREYOU packets are for A).
+    // A reading the same bytes: they unmask under another id, so the header checks see other values.
     {
         Codec a(key_a(), record_a, fixed());
         check(a.decode(input, kSelf), input);
