@@ -293,27 +293,32 @@ TEST(V5Messages, RoundTripEveryType) {
 }
 
 TEST(V5Messages, BadMessages) {
-    // Request id of 9 bytes.
-    EXPECT_EQ(decode_message(hex("01cb89010203040506070809 01")).error(), WireError::kRequestIdTooLong);
+    const struct {
+        std::string_view what;
+        std::string_view message;
+        WireError error;
+    } cases[] = {
+        {"request id of 9 bytes", "01cb8901020304050607080901", WireError::kRequestIdTooLong},
+        {"REGTOPIC (7): not ours", "07c20101", WireError::kUnknownMessageType},
+        {"type 0", "00c20101", WireError::kUnknownMessageType},
+        {"type 255", "ffc20101", WireError::kUnknownMessageType},
+        {"an extra field", "01c3010101", WireError::kMalformedMessage},
+        {"a missing field", "01c101", WireError::kMalformedMessage},
+        {"bytes after the list", "01c2010100", WireError::kMalformedMessage},
+        {"not a list", "0101", WireError::kMalformedMessage},
+        {"non-canonical integer", "01c401820001", WireError::kMalformedMessage},
+        {"PONG with a 5-byte ip", "02cb0101857f00000100821388", WireError::kBadRecipientIp},
+        {"PONG port above 65535", "02cb0101847f00000183010000", WireError::kMalformedMessage},
+        {"NODES total above 255", "04c501820100c0", WireError::kMalformedMessage},
+        {"NODES record not a list", "04c40101c101", WireError::kMalformedMessage},
+        {"FINDNODE distances not a list", "03c401820100", WireError::kMalformedMessage},
+    };
+    for (const auto& c : cases) {
+        auto m = decode_message(hex(c.message));
+        ASSERT_FALSE(m) << c.what;
+        EXPECT_EQ(m.error(), c.error) << c.what;
+    }
     EXPECT_EQ(decode_message({}).error(), WireError::kEmptyMessage);
-    // REGTOPIC (7), TICKET (8), garbage types: not ours.
-    EXPECT_EQ(decode_message(hex("07c20101")).error(), WireError::kUnknownMessageType);
-    EXPECT_EQ(decode_message(hex("00c20101")).error(), WireError::kUnknownMessageType);
-    EXPECT_EQ(decode_message(hex("ffc20101")).error(), WireError::kUnknownMessageType);
-    // An extra field, a missing field, bytes after the list, not a list, non-canonical integer.
-    EXPECT_EQ(decode_message(hex("01c3010101")).error(), WireError::kMalformedMessage);
-    EXPECT_EQ(decode_message(hex("01c101")).error(), WireError::kMalformedMessage);
-    EXPECT_EQ(decode_message(hex("01c2010100")).error(), WireError::kMalformedMessage);
-    EXPECT_EQ(decode_message(hex("0101")).error(), WireError::kMalformedMessage);
-    EXPECT_EQ(decode_message(hex("01c401820001")).error(), WireError::kMalformedMessage);
-    // PONG: a 5-byte ip; a port above 65535.
-    EXPECT_EQ(decode_message(hex("02cb0101857f00000100821388")).error(), WireError::kBadRecipientIp);
-    EXPECT_EQ(decode_message(hex("02cb0101847f00000183010000")).error(), WireError::kMalformedMessage);
-    // NODES: total above 255; a record that is not a list.
-    EXPECT_EQ(decode_message(hex("04c5018201 00c0")).error(), WireError::kMalformedMessage);
-    EXPECT_EQ(decode_message(hex("04c40101c101")).error(), WireError::kMalformedMessage);
-    // FINDNODE: distances not a list.
-    EXPECT_EQ(decode_message(hex("03c401820100")).error(), WireError::kMalformedMessage);
 }
 
 TEST(V5Messages, NodesExpectedPacketsIsCapped) {
