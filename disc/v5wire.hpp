@@ -86,7 +86,8 @@ enum class WireError {
 const std::error_category& wire_category() noexcept;
 std::error_code make_error_code(WireError e) noexcept;
 
-// A UDP address: sessions and challenges are bound to it (with the node id).
+// A UDP address: sessions and challenges are bound to it (with the node id). An IPv4 address and
+// its IPv4-mapped IPv6 form are different endpoints: a service should give one form for one peer.
 struct Endpoint {
     std::array<uint8_t, 16> ip{};  // IPv4 in the first 4 bytes, the rest zero
     bool v4{true};
@@ -262,7 +263,8 @@ class Codec {
     // handshake establishes the session and consumes the challenge (also when it fails).
     Result<Decoded> decode(ByteView datagram, const Endpoint& from);
 
-    // The challenge we sent to (id, addr) and wait for an answer to, if any (not expired).
+    // The challenge we sent to (id, addr) and wait for an answer to, if any (not expired). Both
+    // pointers stay valid until the next non-const call.
     const Whoareyou* current_challenge(const Hash32& id, const Endpoint& addr) const;
     // The record of the node with a session at (id, addr), if any.
     const Enr* session_record(const Hash32& id, const Endpoint& addr) const;

@@ -1,8 +1,9 @@
 #pragma once
 
 // secp256k1 keys and the three operations RLPx needs from them: ECDH (raw X coordinate),
-// recoverable ECDSA signatures, and key generation. Backed by libsecp256k1 with one
-// process-wide context (randomized once, then only read, so all functions are thread-safe).
+// recoverable ECDSA signatures, and key generation; and discv5's ECDH (the compressed point).
+// Backed by libsecp256k1 with one process-wide context (randomized once, then only read, so all
+// functions are thread-safe).
 
 #include <array>
 #include <cstdint>
