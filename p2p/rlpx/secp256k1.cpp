@@ -38,6 +38,13 @@ int copy_x(unsigned char* out, const unsigned char* x32, const unsigned char*, v
     return 1;
 }
 
+// discv5 wants the point compressed: 0x02 | (Y & 1), then X.
+int compress_xy(unsigned char* out, const unsigned char* x32, const unsigned char* y32, void*) {
+    out[0] = static_cast<unsigned char>(0x02 | (y32[31] & 1));
+    std::memcpy(out + 1, x32, 32);
+    return 1;
+}
+
 bool parse(const PublicKey& key, secp256k1_pubkey& out) noexcept {
     unsigned char buf[1 + kPublicKeySize];
     buf[0] = 0x04;
@@ -124,6 +131,17 @@ Result<Hash32> ecdh(const PrivateKey& key, const PublicKey& point) noexcept {
         return make_error_code(Errc::kCryptoFailure);
     }
     return x;
+}
+
+Result<std::array<uint8_t, kCompressedKeySize>> ecdh_compressed(const PrivateKey& key,
+                                                                const PublicKey& point) noexcept {
+    secp256k1_pubkey parsed;
+    if (!parse(point, parsed)) return make_error_code(Errc::kInvalidPublicKey);
+    std::array<uint8_t, kCompressedKeySize> shared;
+    if (secp256k1_ecdh(context(), shared.data(), &parsed, key.bytes().data(), compress_xy, nullptr) != 1) {
+        return make_error_code(Errc::kCryptoFailure);
+    }
+    return shared;
 }
 
 Result<Signature> sign_recoverable(const PrivateKey& key, const Hash32& message) noexcept {

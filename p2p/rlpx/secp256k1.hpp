@@ -1,8 +1,9 @@
 #pragma once
 
 // secp256k1 keys and the three operations RLPx needs from them: ECDH (raw X coordinate),
-// recoverable ECDSA signatures, and key generation. Backed by libsecp256k1 with one
-// process-wide context (randomized once, then only read, so all functions are thread-safe).
+// recoverable ECDSA signatures, and key generation; and discv5's ECDH (the compressed point).
+// Backed by libsecp256k1 with one process-wide context (randomized once, then only read, so all
+// functions are thread-safe).
 
 #include <array>
 #include <cstdint>
@@ -69,6 +70,9 @@ class PrivateKey {
 // Shared secret of RLPx and ECIES: the raw 32-byte X coordinate of key * point. Not hashed,
 // unlike libsecp256k1's default ECDH output.
 Result<Hash32> ecdh(const PrivateKey& key, const PublicKey& point) noexcept;
+// Shared secret of discv5: the whole point key * point in SEC1 compressed form (33 bytes, the
+// parity of Y then X). discv5 keeps the Y parity that RLPx's raw X drops.
+Result<std::array<uint8_t, kCompressedKeySize>> ecdh_compressed(const PrivateKey& key, const PublicKey& point) noexcept;
 
 // Signs a 32-byte value as is (the caller has already hashed or derived it). Deterministic
 // (RFC 6979).

@@ -70,6 +70,21 @@ TEST(Secp256k1, EcdhIsRawXCoordinate) {
     EXPECT_EQ(to_hex(ecdh(eph_a, eph_b.public_key()).value()), vectors::kEphemeralShared);
 }
 
+// discv5 (devp2p discv5-wire-test-vectors.md, "ECDH"): the shared point compressed, its first
+// byte the parity of Y; its X is what RLPx's ecdh returns. Both sides agree.
+TEST(Secp256k1, EcdhCompressedIsDiscv5SharedSecret) {
+    const PrivateKey key = test::private_key("fb757dc581730490a1d7a00deea65e9b1936924caaea8f44d476014856b68736");
+    const PublicKey point =
+        PublicKey::from_compressed(hex("039961e4c2356d61bedb83052c115d311acb3a96f5777296dcf297351130266231")).value();
+    const auto shared = ecdh_compressed(key, point).value();
+    EXPECT_EQ(to_hex(shared), "033b11a2a1f214567e1537ce5e509ffd9b21373247f2a3ff6841f4976f53165e7e");
+    EXPECT_EQ(to_hex(ByteView{shared}.subspan(1)), to_hex(ecdh(key, point).value()));
+
+    const PrivateKey a = test::private_key(vectors::kKeyA);
+    const PrivateKey b = test::private_key(vectors::kKeyB);
+    EXPECT_EQ(ecdh_compressed(a, b.public_key()).value(), ecdh_compressed(b, a.public_key()).value());
+}
+
 // The auth signature of section A recovers to the ephemeral public key (v = 0). It was not made
 // with RFC 6979 nonces, so ours differs in bytes but must recover to the same key.
 TEST(Secp256k1, SignAndRecoverAuthSignature) {
