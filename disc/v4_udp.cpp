@@ -157,6 +157,13 @@ std::optional<Hash32> V4Service::send(const udp::endpoint& to, const v4::Packet&
     return encoded->hash;
 }
 
+void V4Service::send_raw(const udp::endpoint& to, ByteView datagram) {
+    if (stopped_) return;
+    stats_.bytes_out += datagram.size();
+    boost::system::error_code ec;
+    socket_.send_to(asio::buffer(datagram.data(), datagram.size()), to, 0, ec);
+}
+
 // ---- incoming ---------------------------------------------------------------------------------
 
 awaitable<void> V4Service::read_loop() {

@@ -121,6 +121,9 @@ class V4Service : public std::enable_shared_from_this<V4Service> {
     void set_record(Enr record) { record_ = std::move(record); }
     bool bootstrapped() const noexcept { return init_done_; }
 
+    // Sends a datagram of another protocol from our socket (discv5 shares the port, as in geth).
+    void send_raw(const udp::endpoint& to, ByteView datagram);
+
     // Datagrams that do not decode as discv4 (the discv5 service takes them).
     std::function<void(ByteView, const udp::endpoint&)> on_unhandled;
     // Every node a FindNode answer or a ping told us of, before it is checked (a crawler's input).
