@@ -144,6 +144,7 @@ Outcome<std::vector<p2p::Enode>> parse_enodes(const Args& args, const std::strin
     for (const std::string& text : args.get_all(name)) {
         auto enode = p2p::parse_enode(text);
         if (!enode) return make_error(fmt::format("--{} {}: {}", name, text, enode.error().message));
+        if (enode->port == 0) return make_error(fmt::format("--{} {}: TCP port 0, a discovery-only node", name, text));
         out.push_back(*enode);
     }
     return out;

@@ -2,6 +2,7 @@
 
 #include <random>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -9,6 +10,7 @@
 #include <boost/asio/this_coro.hpp>
 
 #include "core/awaitable.hpp"
+#include "node/discovery.hpp"
 
 namespace headerd::node {
 
@@ -116,6 +118,50 @@ awaitable<void> Crawler::keep_looking() {
             co_await pause.async_wait(kTuple);
         }
     }
+}
+
+Outcome<std::vector<p2p::Enode>> discover_peers(asio::io_context& io, const rlpx::PrivateKey& key,
+                                                const DiscoverySettings& settings, const ChainConfig& config,
+                                                const db::Head& head, const std::vector<p2p::Enode>& known, size_t want,
+                                                std::chrono::milliseconds wait) {
+    auto record = disc::EnrBuilder(1).sign(key);
+    if (!record) return make_error(fmt::format("node record: {}", record.error().message()));
+    auto service =
+        start_discovery(io, key, settings, *record, asio::ip::udp::endpoint(asio::ip::address_v4::any(), 0), "");
+    if (!service) return service.error();
+    auto crawler = std::make_shared<Crawler>(*service, config, head.number, head.timestamp);
+    crawler->start(io);
+    for (const auto& b : settings.bootnodes) crawler->add(b);
+    std::set<disc::NodeId> exclude;
+    for (const auto& e : known) exclude.insert(e.key.node_id());
+    spdlog::info("Looking for peers                        want={} wait={}s bootnodes={}", want,
+                 std::chrono::duration<double>(wait).count(), settings.bootnodes.size());
+    std::vector<p2p::Enode> found;
+    asio::co_spawn(
+        io,
+        [&, crawler, service = *service]() -> awaitable<void> {
+            found = co_await crawler->wait_for(want, wait, exclude);
+            crawler->stop();
+            service->stop();
+        },
+        asio::detached);
+    io.run();
+    io.restart();
+    for (const auto& [id, f] : crawler->found()) {
+        if (!f.compatibility) {
+            spdlog::debug("Not a candidate                          enode={} why={}", f.node.enode(),
+                          f.record ? "its record has no eth entry" : "no record");
+        } else if (*f.compatibility != "yes") {
+            spdlog::info("Incompatible node                        enode={} why=\"{}\"", f.node.enode(),
+                         f.compatibility->substr(4));
+        }
+    }
+    for (const auto& e : found) {
+        spdlog::info("Discovered peer                          enode={}", p2p::enode_url(e.key, e.host, e.port));
+    }
+    spdlog::info("Discovery done                           found={} records={} compatible={} using={}",
+                 crawler->found().size(), crawler->records(), crawler->compatible(), found.size());
+    return found;
 }
 
 }  // namespace headerd::node

@@ -18,6 +18,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "core/chain_config.hpp"
+#include "db/chain_db.hpp"
 #include "disc/v4_udp.hpp"
 #include "p2p/node_key.hpp"
 
@@ -64,5 +65,15 @@ class Crawler : public std::enable_shared_from_this<Crawler> {
     std::map<disc::NodeId, Found> found_;
     bool stopping_{false};
 };
+
+struct DiscoverySettings;
+
+// `sync --discover`: runs discovery (with a throwaway identity) on `io` until `want` compatible
+// header servers other than `known` are found or `wait` passed, stops it, and returns them. Logs
+// what it found. An error only when discovery cannot start.
+Outcome<std::vector<p2p::Enode>> discover_peers(boost::asio::io_context& io, const rlpx::PrivateKey& key,
+                                                const DiscoverySettings& settings, const ChainConfig& config,
+                                                const db::Head& head, const std::vector<p2p::Enode>& known, size_t want,
+                                                std::chrono::milliseconds wait);
 
 }  // namespace headerd::node

@@ -70,9 +70,7 @@ int cmd_discover(int argc, char** argv) {
          verbosity_option()},
         false,
         ""};
-    for (auto& o : discovery_options("v4")) {
-        if (o.name != "discovery" && o.name != "discovery.port" && o.name != "nat") spec.options.push_back(o);
-    }
+    for (auto& o : discovery_client_options()) spec.options.push_back(std::move(o));
     int code = 0;
     auto args = start(spec, argc, argv, &code);
     if (!args) return code;

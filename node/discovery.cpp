@@ -53,6 +53,14 @@ std::vector<OptionSpec> discovery_options(const std::string& default_mode) {
     };
 }
 
+std::vector<OptionSpec> discovery_client_options() {
+    std::vector<OptionSpec> out;
+    for (auto& o : discovery_options("v4")) {
+        if (o.name != "discovery" && o.name != "discovery.port" && o.name != "nat") out.push_back(std::move(o));
+    }
+    return out;
+}
+
 Outcome<std::vector<disc::Node>> parse_bootnodes(const std::string& list) {
     std::vector<disc::Node> out;
     for (const std::string& item : split(list)) {

@@ -37,6 +37,8 @@ struct DiscoverySettings {
 
 // --discovery, --bootnodes, --discovery.port, --nat, --discovery.refresh, --discovery.timeout.
 std::vector<OptionSpec> discovery_options(const std::string& default_mode);
+// The ones of a node that only looks (sync --discover, discover): --bootnodes and the timings.
+std::vector<OptionSpec> discovery_client_options();
 Outcome<DiscoverySettings> parse_discovery(const Args& args, const std::string& default_mode);
 // A comma-separated list of enode URLs, enr: records and network names (mainnet, sepolia,
 // holesky, hoodi).

@@ -21,6 +21,8 @@
 #include "node/cli.hpp"
 #include "node/commands.hpp"
 #include "node/common.hpp"
+#include "node/crawler.hpp"
+#include "node/discovery.hpp"
 #include "node/progress.hpp"
 #include "p2p/net_metrics.hpp"
 #include "p2p/node_key.hpp"
@@ -84,13 +86,21 @@ boost::json::object summary_json(const sync::SyncResult& r, const std::optional<
 }  // namespace
 
 int cmd_sync(int argc, char** argv) {
-    const CommandSpec spec{
+    CommandSpec spec{
         "sync",
         "download headers from devp2p peers into a datadir, verified from a trusted head",
-        "--datadir DIR --peer ENODE [--peer ENODE ...] (--head HASH | --head-number N) [--max-peers-in-flight K] "
-        "[--metrics HOST:PORT]",
+        "--datadir DIR (--peer ENODE [--peer ENODE ...] | --discover --bootnodes LIST) (--head HASH | --head-number N) "
+        "[--max-peers-in-flight K] [--metrics HOST:PORT]",
         {datadir_option(),
-         {"peer", "ENODE", "enode://ID@HOST:PORT of a peer to download from (repeat for more)", "", true, true},
+         {"peer", "ENODE", "enode://ID@HOST:PORT of a peer to download from (repeat for more)", "", false, true},
+         {"discover", "",
+          "find header servers through discovery (--bootnodes): nodes whose records carry a fork id compatible "
+          "with ours; combines with --peer",
+          "", false},
+         {"max-peers", "N", "with --discover: how many discovered peers to sync from", "5", false},
+         {"discover-wait", "SECONDS",
+          "with --discover: how long to look for --max-peers compatible nodes before syncing with those found", "30",
+          false},
          {"head", "HASH", "the trusted head: the 0x-prefixed hash of the last header to sync", "", false},
          {"head-number", "N",
           "sync to the hash that a majority (at least two) of the peers give for block N (trusts them)", "", false},
@@ -113,6 +123,7 @@ int cmd_sync(int argc, char** argv) {
          verbosity_option()},
         false,
         ""};
+    for (auto& o : discovery_client_options()) spec.options.push_back(std::move(o));
     int code = 0;
     auto args = start(spec, argc, argv, &code);
     if (!args) return code;
@@ -121,6 +132,17 @@ int cmd_sync(int argc, char** argv) {
     auto peers = parse_enodes(*args, "peer");
     if (!peers) return usage(peers.error().message);
     cfg.peers = std::move(*peers);
+    const bool discover = args->has("discover");
+    auto discovery = parse_discovery(*args, discover ? "v4" : "off");
+    if (!discovery) return usage(discovery.error().message);
+    if (discover && discovery->bootnodes.empty()) {
+        return usage("--discover needs --bootnodes (the public lists are used only when named: --bootnodes mainnet)");
+    }
+    if (!discover && cfg.peers.empty()) return usage("give the peers: --peer ENODE, or --discover --bootnodes LIST");
+    auto max_peers = args->get_u64("max-peers", 5);
+    if (!max_peers || *max_peers == 0 || *max_peers > 1000) return usage("--max-peers must be 1..1000");
+    auto discover_wait = parse_seconds("discover-wait", args->get_or("discover-wait", "30"));
+    if (!discover_wait || *discover_wait <= 0) return usage("--discover-wait must be a positive number of seconds");
     if (args->has("head") == args->has("head-number")) {
         return usage("give the trusted head: --head HASH, or --head-number N (trusting a majority of the peers)");
     }
@@ -132,7 +154,7 @@ int cmd_sync(int argc, char** argv) {
     if (args->has("head-number")) {
         auto n = args->get_u64("head-number", 0);
         if (!n) return usage(n.error().message);
-        if (cfg.peers.size() < 2) {
+        if (cfg.peers.size() < 2 && !discover) {
             return usage("--head-number needs at least two peers to agree on the head; give --head HASH otherwise");
         }
         cfg.head_number = *n;
@@ -214,6 +236,18 @@ int cmd_sync(int argc, char** argv) {
         const auto at = http->local_endpoint();
         spdlog::info("Metrics enabled                          url=http://{}:{}/metrics", at.address().to_string(),
                      at.port());
+    }
+
+    if (discover) {
+        auto found = discover_peers(io, *key, *discovery, config, local.head, cfg.peers, *max_peers,
+                                    std::chrono::milliseconds(static_cast<int64_t>(*discover_wait * 1000)));
+        if (!found) return fail(found.error().message);
+        for (auto& e : *found) cfg.peers.push_back(std::move(e));
+        if (cfg.peers.empty())
+            return fail("discovery found no node with a compatible fork id, and no --peer was given");
+        if (cfg.head_number && cfg.peers.size() < 2) {
+            return fail("--head-number needs at least two peers to agree on the head; discovery found one");
+        }
     }
 
     sync::Syncer syncer(io, db, local, cfg);

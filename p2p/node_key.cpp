@@ -105,7 +105,7 @@ Outcome<Enode> parse_enode(const std::string& url) {
         return static_cast<uint16_t>(v);
     };
     const auto port = number(hostport.substr(colon + 1));
-    if (!port || *port == 0) return bad("bad port");
+    if (!port) return bad("bad port");
     std::optional<uint16_t> discport = 0;  // ?discport=0, as geth reads it, means none
     if (!query.empty()) {
         constexpr std::string_view kDiscport = "discport=";
@@ -113,6 +113,8 @@ Outcome<Enode> parse_enode(const std::string& url) {
         discport = number(query.substr(kDiscport.size()));
         if (!discport) return bad("bad discport");
     }
+    // TCP port 0 is a node that only does discovery (geth writes it so); it needs its UDP port.
+    if (*port == 0 && *discport == 0) return bad("bad port");
     return Enode{*key, std::move(host), *port, *discport};
 }
 

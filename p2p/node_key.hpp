@@ -28,7 +28,8 @@ struct Enode {
 };
 
 // Parses enode://<128 hex>@HOST:PORT with an optional ?discport=N (the UDP port of discovery
-// when it differs from the TCP port).
+// when it differs from the TCP port). PORT 0 with a discport is a discovery-only node (it cannot
+// be dialled).
 Outcome<Enode> parse_enode(const std::string& url);
 
 // Writes `content` to PATH atomically (temporary file, fsync, rename) with the given mode.

@@ -61,6 +61,10 @@ TEST(Enode, FormatsAndParsesBack) {
     ASSERT_TRUE(disc) << disc.error().message;
     EXPECT_EQ(disc->port, 30303);
     EXPECT_EQ(disc->udp_port(), 30301);
+    auto discovery_only = parse_enode(enode_url(key->public_key(), "127.0.0.1", 0) + "?discport=30301");
+    ASSERT_TRUE(discovery_only) << discovery_only.error().message;
+    EXPECT_EQ(discovery_only->port, 0);
+    EXPECT_EQ(discovery_only->udp_port(), 30301);
 }
 
 TEST(Enode, RejectsMalformedUrlsWithAReason) {
