@@ -5,11 +5,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <mutex>
+#include <set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -23,6 +26,7 @@
 #include "node/cli.hpp"
 #include "node/commands.hpp"
 #include "node/common.hpp"
+#include "node/crawler.hpp"
 #include "node/discovery.hpp"
 #include "p2p/client_session.hpp"
 #include "p2p/inbound_limit.hpp"
@@ -95,6 +99,10 @@ int cmd_serve(int argc, char** argv) {
          {"follow", "ENODE",
           "keep the datadir current from this peer (repeat; a head is adopted when a majority, at least two, agree)",
           "", false, true},
+         {"follow-discovered", "N",
+          "keep the datadir current from N peers found by discovery whose records carry our fork id (needs "
+          "--discovery v4 or --bootnodes); beside or instead of --follow",
+          "0", false},
          {"follow-interval", "SECONDS", "how often eth/68 followed peers are asked for their head", "12", false},
          {"follow-reconnect", "SECONDS", "wait before dialling a followed peer again after its session ended", "5",
           false},
@@ -160,9 +168,15 @@ int cmd_serve(int argc, char** argv) {
     auto followed = parse_enodes(*args, "follow");
     if (!followed) return fail(followed.error().message);
     follow.peers = std::move(*followed);
-    if (follow.peers.size() == 1) {
+    auto follow_discovered = args->get_u64("follow-discovered", 0);
+    if (!follow_discovered || *follow_discovered > 64) return fail("--follow-discovered must be 0..64");
+    if (*follow_discovered > 0 && !discovery->v4) {
+        return fail("--follow-discovered needs discovery: --discovery v4 or --bootnodes LIST");
+    }
+    if (follow.peers.size() + *follow_discovered == 1) {
         return fail("--follow needs at least two peers: a head is adopted only when two or more agree on it");
     }
+    const bool following = !follow.peers.empty() || *follow_discovered > 0;
     auto follow_interval = parse_seconds("follow-interval", args->get_or("follow-interval", "12"));
     if (!follow_interval || *follow_interval <= 0)
         return fail("--follow-interval must be a positive number of seconds");
@@ -200,7 +214,7 @@ int cmd_serve(int argc, char** argv) {
         registry = std::make_unique<metrics::Metrics>(kVersion, kCommit);
         net_metrics = std::make_unique<p2p::NetMetrics>(registry->families());
         net_metrics->set_chain(db.head()->number, db.ancient_items());
-        if (!follow.peers.empty()) {
+        if (following) {
             sync_metrics = std::make_unique<sync::SyncMetrics>(registry->registry());
             follow.sync.metrics = sync_metrics.get();
         }
@@ -259,9 +273,11 @@ int cmd_serve(int argc, char** argv) {
         discv4 = *started;
     }
 
-    // The only writer of the datadir while serving; stopped before the server.
+    // The only writer of the datadir while serving; stopped before the server. With
+    // --follow-discovered it starts once discovery has found its peers.
     std::optional<sync::Follower> follower;
-    if (!follow.peers.empty()) {
+    std::mutex follow_mutex;  // follow.peers grows on the control thread; the scrubber's repair reads it
+    auto start_follower = [&] {
         follower.emplace(
             db, kClientId, net_metrics.get(), follow,
             [&server, &db, &net_metrics, &control, &local_record, &fork_id_now, &discv4](const db::Head& head) {
@@ -279,6 +295,38 @@ int cmd_serve(int argc, char** argv) {
                     }
                 });
             });
+        follower->start();
+    };
+    bool shutting_down = false;
+    std::shared_ptr<Crawler> follow_crawler;
+    if (*follow_discovered > 0) {
+        follow_crawler = std::make_shared<Crawler>(discv4, *db.config(), db.head()->number, db.head()->timestamp);
+        follow_crawler->start(control);
+        for (const auto& b : discovery->bootnodes) follow_crawler->add(b);
+        asio::co_spawn(
+            control,
+            [&, want = static_cast<size_t>(*follow_discovered)]() -> asio::awaitable<void> {
+                std::set<disc::NodeId> exclude;
+                for (const auto& e : follow.peers) exclude.insert(e.key.node_id());
+                std::vector<p2p::Enode> found;
+                // Until the majority rule can work (two peers in all), then with what was found.
+                while (!shutting_down && found.size() < want) {
+                    found = co_await follow_crawler->wait_for(want, std::chrono::seconds(30), exclude);
+                    if (found.size() + follow.peers.size() >= 2) break;
+                }
+                follow_crawler->stop();
+                if (shutting_down) co_return;
+                for (const auto& e : found) {
+                    spdlog::info("Following discovered peer                enode={}",
+                                 p2p::enode_url(e.key, e.host, e.port));
+                }
+                {
+                    std::lock_guard lock(follow_mutex);
+                    follow.peers.insert(follow.peers.end(), found.begin(), found.end());
+                }
+                start_follower();
+            },
+            asio::detached);
     }
     // The scrubber: damaged headers are marked (never served); with --follow, fetched again from the
     // followed peers under a throwaway identity (the follower's sessions hold the node key's).
@@ -287,15 +335,18 @@ int cmd_serve(int argc, char** argv) {
     scrub.pause = std::chrono::milliseconds(static_cast<int64_t>(*scrub_pause * 1000.0));
     scrub.metrics = scrub_metrics.get();
     auto repair_key = rlpx::PrivateKey::generate();
-    if (!follow.peers.empty() && repair_key) {
-        scrub.repair = [&db, &follow, &repair_key] {
+    if (following && repair_key) {
+        scrub.repair = [&db, &follow, &follow_mutex, &repair_key] {
             p2p::LocalNode local;
             local.key = &*repair_key;
             local.client_id = kClientId;
             local.config = db.config();
             local.head = *db.head();
             sync::RepairConfig config;
-            config.peers = follow.peers;
+            {
+                std::lock_guard lock(follow_mutex);
+                config.peers = follow.peers;
+            }
             const sync::RepairResult r = sync::repair_damaged(db, local, config);
             for (const std::string& note : r.notes) spdlog::warn("Repair                                   {}", note);
             return r.repaired;
@@ -307,6 +358,8 @@ int cmd_serve(int argc, char** argv) {
         if (ec) return;
         spdlog::info("Shutting down                            signal={} peers={}", signo, server.peers());
         scrubber.stop();
+        shutting_down = true;
+        if (follow_crawler) follow_crawler->stop();
         if (discv4) discv4->stop();
         if (follower) follower->stop();
         server.stop();
@@ -314,7 +367,7 @@ int cmd_serve(int argc, char** argv) {
     });
     pool.start();
     server.start();
-    if (follower) follower->start();
+    if (!follow.peers.empty() && *follow_discovered == 0) start_follower();
     scrubber.start();
     const auto head = db.head();
     spdlog::info("Serving headers                          network={} head={} hash={} listen={}:{} workers={}",
