@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${HEADERD_FUZZ_LONG_SECONDS:-600}
-all=(core rlpx eth reply freezer era1 config http enr dnsdisc v5wire)
+all=(core rlpx eth reply freezer era1 config http enr dnsdisc v5wire v4wire)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all[@]}")
 
