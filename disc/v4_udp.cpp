@@ -238,7 +238,7 @@ void V4Service::handle_ping(const v4::Decoded& d, const v4::Ping& p, const udp::
         io_,
         [self = shared_from_this(), n]() -> awaitable<void> {
             if (co_await self->ping(n) && self->init_done_) self->table_.add(n, Clock::now());
-            self->stats_.table_size = self->table_.size();
+            self->note_table();
         },
         asio::detached);
 }
@@ -381,12 +381,19 @@ awaitable<std::optional<Enr>> V4Service::request_enr(Node node) {
     co_return record;
 }
 
+void V4Service::note_table() noexcept {
+    stats_.table_size = table_.size();
+    const auto sizes = table_.bucket_sizes();
+    for (size_t i = 0; i < sizes.size(); ++i) stats_.bucket_sizes[i] = sizes[i];
+    stats_.table_replacements = table_.replacement_count();
+}
+
 void V4Service::add_found(const Node& n) {
     if (n.id == table_.self()) return;  // others list us too
     if (on_found) on_found(n);
     db_.seen(n, WallClock::now());
     table_.add(n, Clock::now(), 0);  // unverified: the first failed revalidation removes it
-    stats_.table_size = table_.size();
+    note_table();
 }
 
 awaitable<std::vector<Node>> V4Service::lookup(v4::NodeKey target) {
@@ -453,7 +460,7 @@ awaitable<void> V4Service::refresh() {
         co_await lookup(random);
     }
     init_done_ = true;
-    stats_.table_size = table_.size();
+    note_table();
 }
 
 awaitable<void> V4Service::refresh_loop() {
@@ -485,7 +492,7 @@ awaitable<void> V4Service::revalidate_loop() {
                     if (auto updated = Node::from_enr(*record)) table_.add(*updated, Clock::now());
                 }
             }
-            stats_.table_size = table_.size();
+            note_table();
         }
         if (Clock::now() - last_save >= config_.save_interval) {
             last_save = Clock::now();

@@ -79,6 +79,8 @@ struct V4Stats {
     std::atomic<uint64_t> lookups{0};
     std::atomic<uint64_t> lookup_micros{0};  // total duration of finished lookups
     std::atomic<uint64_t> table_size{0};
+    std::array<std::atomic<uint64_t>, kBucketCount> bucket_sizes{};
+    std::atomic<uint64_t> table_replacements{0};
     std::atomic<uint64_t> request_timeouts{0};
 };
 
@@ -150,6 +152,8 @@ class V4Service : public std::enable_shared_from_this<V4Service> {
     boost::asio::awaitable<bool> wait(std::shared_ptr<Pending> pending);
     std::optional<Node> relayed_node(const v4::NeighborNode& n, const boost::asio::ip::address& sender) const;
     void add_found(const Node& n);
+    // Copies the table's sizes into stats_ (read by other threads).
+    void note_table() noexcept;
 
     boost::asio::io_context& io_;
     rlpx::PrivateKey key_;

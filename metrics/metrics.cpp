@@ -95,14 +95,21 @@ void Metrics::add_scraped_gauge(std::string name, std::string help, std::functio
     scraped_->gauges.push_back({std::move(name), std::move(help), std::move(read)});
 }
 
+void Metrics::add_collectable(std::shared_ptr<prometheus::Collectable> c) { extra_.push_back(std::move(c)); }
+
 std::vector<std::weak_ptr<prometheus::Collectable>> Metrics::collectables() const {
-    return {registry_, process_, scraped_};
+    std::vector<std::weak_ptr<prometheus::Collectable>> out{registry_, process_, scraped_};
+    for (const auto& c : extra_) out.push_back(c);
+    return out;
 }
 
 std::string Metrics::scrape() const {
     std::vector<prometheus::MetricFamily> all = registry_->Collect();
     for (auto& f : process_->Collect()) all.push_back(std::move(f));
     for (auto& f : scraped_->Collect()) all.push_back(std::move(f));
+    for (const auto& c : extra_) {
+        for (auto& f : c->Collect()) all.push_back(std::move(f));
+    }
     std::ostringstream out;
     prometheus::TextSerializer().Serialize(out, all);
     return out.str();

@@ -68,6 +68,9 @@ class Metrics {
     // `help`. `read` runs on the scraping thread and must be thread-safe; nullopt leaves the gauge
     // out of that scrape. Call before the first scrape.
     void add_scraped_gauge(std::string name, std::string help, std::function<std::optional<double>()> read);
+    // A collector of another layer's own counters (discovery's, read when scraped); kept alive
+    // here. Call before the first scrape.
+    void add_collectable(std::shared_ptr<prometheus::Collectable> c);
     // Everything a scrape collects: the registry, then the process collector and scraped gauges.
     std::vector<std::weak_ptr<prometheus::Collectable>> collectables() const;
     // The Prometheus text format of one scrape (tests, `--metrics` off debugging).
@@ -78,6 +81,7 @@ class Metrics {
     std::unique_ptr<Families> families_;
     std::shared_ptr<prometheus::Collectable> process_;
     std::shared_ptr<class ScrapedGauges> scraped_;
+    std::vector<std::shared_ptr<prometheus::Collectable>> extra_;
 };
 
 }  // namespace headerd::metrics

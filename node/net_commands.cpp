@@ -21,6 +21,7 @@
 
 #include "core/block_header.hpp"
 #include "core/hex.hpp"
+#include "disc/disc_metrics.hpp"
 #include "metrics/http_server.hpp"
 #include "metrics/metrics.hpp"
 #include "node/cli.hpp"
@@ -239,17 +240,6 @@ int cmd_serve(int argc, char** argv) {
     options.inbound_metrics = inbound_metrics.get();
     p2p::Server server(control, pool, db, *key, options);
     if (auto r = server.listen(); !r) return fail(r.error().message);
-    std::optional<metrics::HttpServer> http;
-    if (metrics_at) {
-        http.emplace(control, registry->collectables(), [&server, &db] {
-            return metrics::Health{true, fmt::format("ok head={} peers={}\n", db.head()->number, server.peers())};
-        });
-        if (auto r = http->listen(*metrics_at); !r) return fail(r.error().message);
-        http->start();
-        const auto at = http->local_endpoint();
-        spdlog::info("Metrics enabled                          url=http://{}:{}/metrics", at.address().to_string(),
-                     at.port());
-    }
     const tcp::endpoint bound = server.local_endpoint();
     const std::string enode = p2p::enode_url(key->public_key(), bound.address().to_string(), bound.port());
     const std::string enode_path = (std::filesystem::path(datadir) / "enode").string();
@@ -271,6 +261,19 @@ int cmd_serve(int argc, char** argv) {
                                        asio::ip::udp::endpoint(bound.address(), udp_port), datadir);
         if (!started) return fail(started.error().message);
         discv4 = *started;
+        if (registry) registry->add_collectable(std::make_shared<disc::DiscoveryCollector>(discv4));
+    }
+    // After every collector is registered: the HTTP server takes the list once.
+    std::optional<metrics::HttpServer> http;
+    if (metrics_at) {
+        http.emplace(control, registry->collectables(), [&server, &db] {
+            return metrics::Health{true, fmt::format("ok head={} peers={}\n", db.head()->number, server.peers())};
+        });
+        if (auto r = http->listen(*metrics_at); !r) return fail(r.error().message);
+        http->start();
+        const auto at = http->local_endpoint();
+        spdlog::info("Metrics enabled                          url=http://{}:{}/metrics", at.address().to_string(),
+                     at.port());
     }
 
     // The only writer of the datadir while serving; stopped before the server. With
