@@ -204,7 +204,9 @@ int cmd_discover(int argc, char** argv) {
     std::function<void()> report = [&] {
         progress.expires_after(std::chrono::seconds(5));
         progress.async_wait([&](const boost::system::error_code& ec) {
-            if (ec) return;
+            // finish() cannot cancel a wait that completed in the same reactor pass as the deadline
+            // (--duration a multiple of 5 s): re-arming then would keep io.run() going for ever.
+            if (ec || crawl->stopping) return;
             size_t records = 0, compatible = 0;
             for (const auto& [id, f] : crawl->found) {
                 records += f.record.has_value();
