@@ -4,6 +4,8 @@
 # Source it after lib.sh and node_lib.sh (it uses HEADERD, WORK, fail, PIDS and stop's EXIT trap).
 
 INTEROP=$(cd "$(dirname "${BASH_SOURCE[0]}")/interop" && pwd)
+# shellcheck source=scripts/lib/wait.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/wait.sh"
 # HEADERD_TEST_TIME_SCALE (scripts/sanitize.sh) widens every deadline.
 SCALE=${HEADERD_TEST_TIME_SCALE:-1}
 
@@ -17,13 +19,10 @@ need_dpt() {
 
 # wait_file FILE NAME SECONDS: waits until FILE is non-empty while the process PIDS[NAME] runs.
 wait_file() {
-    local file=$1 name=$2 i
-    for ((i = 0; i < $3 * 10; i++)); do
-        [[ -s $file ]] && return 0
-        kill -0 "${PIDS[$name]}" 2>/dev/null || fail "$name exited before writing $file: $(tail -5 "$WORK/$name.log")"
-        sleep 0.1
-    done
-    fail "$name wrote no $file within $3 s: $(tail -5 "$WORK/$name.log")"
+    local rc=0
+    poll_until "$3" 0.1 pid_alive "${PIDS[$2]}" -- test -s "$1" || rc=$?
+    [[ $rc -ne 2 ]] || fail "$2 exited before writing $1: $(tail -5 "$WORK/$2.log")"
+    [[ $rc -eq 0 ]] || fail "$2 wrote no $1 within $3 s: $(tail -5 "$WORK/$2.log")"
 }
 
 # dpt NAME [ARGS...]: starts a DPT node (dpt_node.js) on a free UDP port of 127.0.0.1 with the
@@ -64,14 +63,11 @@ wait_started() {
 
 # stop_within NAME SECONDS: SIGTERM, then the process must be gone within SECONDS (a headerd serve
 # saves its node database on the way out); SIGKILL and fail otherwise.
+pid_gone() { ! kill -0 "$1" 2>/dev/null; }
 stop_within() {
-    local name=$1 pid=${PIDS[$1]} i rc=0
+    local name=$1 pid=${PIDS[$1]} rc=0
     kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < $2 * 10; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then
+    if ! poll_until "$2" 0.1 -- pid_gone "$pid"; then
         kill -9 "$pid" 2>/dev/null || true
         fail "$name still running $2 s after SIGTERM: $(tail -5 "$WORK/$name.log")"
     fi

@@ -72,7 +72,7 @@ echo "ok: the parser flags a public IPv4, a public IPv6 and an unreadable addres
 # traced_serve NAME DATADIR ARGS...: headerd serve under strace for 3 s, then SIGTERM to headerd
 # (not to strace, which would detach); the trace is $WORK/NAME.trace.
 traced_serve() {
-    local name=$1 d=$2 pid i
+    local name=$1 d=$2 pid
     shift 2
     cp -r "$WORK/chain" "$d"
     strace -f -e trace=network -o "$WORK/$name.trace" \
@@ -83,11 +83,7 @@ traced_serve() {
     pid=$(pgrep -P "${PIDS[$name]}" -x headerd || true)
     [[ -n $pid ]] || fail "no headerd process under strace: $(tail -3 "$WORK/$name.log")"
     kill -TERM "$pid"
-    for ((i = 0; i < 100 * SCALE; i++)); do
-        kill -0 "${PIDS[$name]}" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -0 "${PIDS[$name]}" 2>/dev/null && fail "$name still running 10 s after SIGTERM"
+    poll_until $((10 * SCALE)) 0.1 -- pid_gone "${PIDS[$name]}" || fail "$name still running 10 s after SIGTERM"
     wait "${PIDS[$name]}" || fail "$name exited $?: $(tail -3 "$WORK/$name.log")"
     unset "PIDS[$name]"
 }
