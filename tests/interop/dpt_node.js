@@ -157,6 +157,9 @@ function main() {
       process.exit(1)
     }
   })
+  // Whatever the library throws outside its own handlers is logged too: the node keeps running.
+  process.on('uncaughtException', (err) => log(`error: uncaught ${err.stack ?? err}`))
+  process.on('unhandledRejection', (err) => log(`error: unhandled rejection ${err?.stack ?? err}`))
   process.on('SIGTERM', () => finish(0))
   process.on('SIGINT', () => finish(0))
   setTimeout(() => finish(0), args.durationMs)
