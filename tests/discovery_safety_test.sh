@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The safety rule of docs/discovery.md, checked on the system calls: with its defaults headerd sends
 # nothing beyond this machine. Under strace -f -e trace=network:
-#   1. headerd serve with the defaults (a fresh generated datadir, --listen 127.0.0.1:0 as the
-#      README's run command; discovery stays off) for 3 s, then SIGTERM;
+#   1. headerd serve with the defaults (a fresh generated datadir and --listen 127.0.0.1:PORT, a
+#      free port, as the README's run command; discovery stays off) for 3 s, then SIGTERM;
 #   2. headerd discover with the defaults (no --bootnodes, --listen 0.0.0.0:0, --duration 30): it
 #      must exit 0 within 60 s (the default 30 s once crawled for ever) and say there was nobody to
 #      ask;
@@ -72,11 +72,12 @@ echo "ok: the parser flags a public IPv4, a public IPv6 and an unreadable addres
 # traced_serve NAME DATADIR ARGS...: headerd serve under strace for 3 s, then SIGTERM to headerd
 # (not to strace, which would detach); the trace is $WORK/NAME.trace.
 traced_serve() {
-    local name=$1 d=$2 pid
+    local name=$1 d=$2 pid port
     shift 2
     cp -r "$WORK/chain" "$d"
+    disc_port port
     strace -f -e trace=network -o "$WORK/$name.trace" \
-        "$HEADERD" serve --datadir "$d" --listen 127.0.0.1:0 "$@" >"$WORK/$name.log" 2>&1 &
+        "$HEADERD" serve --datadir "$d" --listen "127.0.0.1:$port" "$@" >"$WORK/$name.log" 2>&1 &
     PIDS[$name]=$!
     wait_file "$d/enode" "$name" $((20 * SCALE))
     sleep 3
