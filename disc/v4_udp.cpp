@@ -466,7 +466,9 @@ awaitable<void> V4Service::refresh() {
 awaitable<void> V4Service::refresh_loop() {
     while (!stopped_) {
         co_await refresh();
-        if (stopped_) break;  // stop() came during the refresh: its cancel found no wait
+        // stop() during the refresh cancelled a timer not yet armed: arming it now would keep the
+        // io_context (and a stopping serve or discover) running until the next refresh is due.
+        if (stopped_) break;
         // geth: the next refresh at a random time in [interval/2, interval).
         const auto half = config_.refresh_interval / 2;
         std::uniform_int_distribution<int64_t> jitter(0, std::max<int64_t>(half.count() * 1000 - 1, 0));

@@ -229,25 +229,25 @@ TEST(V4Service, DropsUnsolicitedExpiredAndOversizedPackets) {
     EXPECT_EQ(server.service->table().size(), 0u);
 }
 
-// stop() during a refresh (a bootnode that never answers keeps the lookups waiting) ends every
-// coroutine: the io_context runs out of work instead of waiting for the next refresh.
-TEST(V4Service, StopEndsEveryCoroutine) {
+// stop() while the first refresh is still looking up (its bootnode never answers) must end every
+// loop at once: the refresh timer must not be armed after stop() cancelled it, or the io_context (a
+// stopping serve or discover) keeps running until the next refresh is due (here 30 min).
+TEST(V4Service, StopDuringARefreshEndsEveryLoop) {
     asio::io_context io;
-    RawPeer silent(io);
+    udp::socket silent(io, udp::endpoint(asio::ip::make_address("127.0.0.1"), 0));  // bound, never read
+    const auto silent_key = rlpx::PrivateKey::generate().value();
     V4Config c = fast_config();
-    c.bootnodes = {
-        Node::from_key(silent.key.public_key(), asio::ip::make_address("127.0.0.1"), silent.port(), silent.port())};
-    auto node = std::make_unique<TestNode>(io, c);
-    node->service->start();
-    io.run_for(100ms);
-    node->service->stop();
-    node.reset();
-    silent.socket.close();
-    io.restart();
-    const auto started = std::chrono::steady_clock::now();
+    c.bootnodes = {Node::from_key(silent_key.public_key(), asio::ip::make_address("127.0.0.1"),
+                                  silent.local_endpoint().port(), silent.local_endpoint().port())};
+    TestNode node(io, c);
+    node.service->start();
+    io.run_for(100ms);  // the bootnode's ping waits for its 300 ms timeout
+    ASSERT_FALSE(node.service->bootstrapped());
+    node.service->stop();
+    const auto stopped_at = std::chrono::steady_clock::now();
     io.run_for(5s);
     EXPECT_TRUE(io.stopped());
-    EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
+    EXPECT_LT(std::chrono::steady_clock::now() - stopped_at, 2s);
 }
 
 TEST(V4Service, RestartRejoinsFromTheNodeDatabase) {

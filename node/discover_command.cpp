@@ -121,7 +121,9 @@ int cmd_discover(int argc, char** argv) {
     asio::steady_timer deadline(io, std::chrono::milliseconds(static_cast<int64_t>(*duration * 1000)));
     asio::steady_timer progress(io);
     asio::signal_set signals(io, SIGINT, SIGTERM);
+    bool finished = false;
     auto finish = [&] {
+        finished = true;
         crawl->stop();
         deadline.cancel();
         progress.cancel();
@@ -137,7 +139,9 @@ int cmd_discover(int argc, char** argv) {
     std::function<void()> report = [&] {
         progress.expires_after(std::chrono::seconds(5));
         progress.async_wait([&](const boost::system::error_code& ec) {
-            if (ec) return;
+            // finish() cannot cancel a wait that completed in the same reactor pass as the deadline
+            // (--duration a multiple of 5 s): re-arming then would keep io.run() going for ever.
+            if (ec || finished) return;
             spdlog::info("Crawling                                 found={} records={} compatible={} table={}",
                          crawl->found().size(), crawl->records(), crawl->compatible(), (*service)->table().size());
             report();
