@@ -10,6 +10,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "core/awaitable.hpp"
+#include "disc/lookup.hpp"
 #include "disc/v4_udp.hpp"
 
 namespace headerd::disc {
@@ -19,10 +20,9 @@ namespace asio = boost::asio;
 using asio::awaitable;
 using udp = asio::ip::udp;
 
-// geth: bucketSize records per FINDNODE answer, alpha queries at a time, lookupRequestLimit
-// distances per lookup query, and the ~1000 bytes of records one NODES packet carries.
-constexpr size_t kFindNodeResults = 16;
-constexpr size_t kAlpha = 3;
+// geth: bucketSize records per FINDNODE answer, lookupRequestLimit distances per lookup query,
+// and the ~1000 bytes of records one NODES packet carries.
+constexpr size_t kFindNodeResults = kLookupResults;
 constexpr size_t kLookupDistances = 3;
 constexpr size_t kNodesRecordBytes = 1000;
 constexpr unsigned kMaxDistance = 256;
@@ -41,14 +41,6 @@ v5::Endpoint to_v5(const udp::endpoint& e) {
     if (a.is_v4()) return v5::Endpoint::ipv4(a.to_v4().to_bytes(), e.port());
     return v5::Endpoint::ipv6(a.to_v6().to_bytes(), e.port());
 }
-
-struct IdHash {
-    size_t operator()(const NodeId& id) const noexcept {
-        size_t h;
-        std::memcpy(&h, id.data(), sizeof h);
-        return h;
-    }
-};
 
 // geth's lookupDistances: the target's distance from dest, then alternately one more and one
 // less, three in all, within 1..256.
@@ -388,7 +380,7 @@ awaitable<std::optional<std::vector<Node>>> V5Service::find_node(Node node, std:
     auto p = make_pending(node, std::move(f));
     p->reply_type = v5::MessageType::kNodes;
     std::vector<Node> found;
-    std::unordered_set<NodeId, IdHash> seen;
+    std::unordered_set<NodeId, NodeIdHash> seen;
     size_t received = 0;
     size_t expected = 1;
     p->match = [&](const v5::Message& m, bool& done) {
@@ -414,53 +406,18 @@ void V5Service::add_node(const Node& n, uint32_t checks) {
 }
 
 awaitable<std::vector<Node>> V5Service::lookup(NodeId target) {
-    struct State {
-        std::vector<Node> result;  // closest first, at most 16
-        std::unordered_set<NodeId, IdHash> asked, seen;
-        size_t in_flight{0};
-        asio::steady_timer wake;
-        explicit State(asio::io_context& io) : wake(io) {}
+    std::vector<Node> seeds = table_.closest(target, kLookupResults);
+    if (seeds.empty()) seeds = config_.bootnodes;
+    LookupHooks hooks;
+    hooks.query = [self = shared_from_this(), target](Node n) {
+        const auto distances = lookup_distances(target, n.id);
+        return self->find_node(std::move(n), distances);
     };
-    auto s = std::make_shared<State>(io_);
-    const NodeId self_id = table_.self();
-    auto offer = [s, target, self_id](const Node& n) {
-        if (n.id == self_id || !n.enr || !s->seen.insert(n.id).second) return;
-        auto pos = std::lower_bound(s->result.begin(), s->result.end(), n, [&](const Node& a, const Node& b) {
-            return compare_distance(target, a.id, b.id) < 0;
-        });
-        s->result.insert(pos, n);
-        if (s->result.size() > kFindNodeResults) s->result.pop_back();
-    };
-    for (const auto& n : table_.closest(target, kFindNodeResults)) offer(n);
-    if (s->result.empty()) {
-        for (const auto& n : config_.bootnodes) offer(n);
-    }
-    while (!stopped_) {
-        for (const Node& n : s->result) {
-            if (s->in_flight >= kAlpha) break;
-            if (!s->asked.insert(n.id).second) continue;
-            ++s->in_flight;
-            asio::co_spawn(
-                io_,
-                [self = shared_from_this(), s, n, target, offer]() -> awaitable<void> {
-                    auto found = co_await self->find_node(n, lookup_distances(target, n.id));
-                    if (found) {
-                        for (const auto& f : *found) {
-                            self->add_node(f, 0);  // unverified until it answers
-                            offer(f);
-                        }
-                    }
-                    --s->in_flight;
-                    s->wake.cancel();
-                },
-                asio::detached);
-        }
-        if (s->in_flight == 0) break;
-        s->wake.expires_at(Clock::time_point::max());
-        co_await s->wake.async_wait(kTuple);
-    }
+    hooks.on_found = [self = shared_from_this()](const Node& n) { self->add_node(n, 0); };  // unverified
+    hooks.stopped = [self = shared_from_this()] { return self->stopped_; };
+    auto result = co_await iterative_lookup(io_, table_.self(), target, seeds, std::move(hooks));
     ++stats_.lookups;
-    co_return s->result;
+    co_return result;
 }
 
 awaitable<void> V5Service::refresh() {
@@ -479,9 +436,7 @@ awaitable<void> V5Service::refresh_loop() {
     while (!stopped_) {
         co_await refresh();
         if (stopped_) break;
-        const auto half = config_.refresh_interval / 2;
-        std::uniform_int_distribution<int64_t> jitter(0, std::max<int64_t>(half.count() * 1000 - 1, 0));
-        refresh_timer_.expires_after(half + std::chrono::milliseconds(jitter(rng_)));
+        refresh_timer_.expires_after(refresh_delay(config_.refresh_interval, rng_));
         co_await refresh_timer_.async_wait(kTuple);
     }
 }

@@ -17,6 +17,7 @@
 #include <boost/asio/use_future.hpp>
 
 #include "core/awaitable.hpp"
+#include "disc/udp_test_util.hpp"
 #include "disc/v4_udp.hpp"
 
 namespace headerd::disc {
@@ -62,22 +63,8 @@ struct TestNode {
     Node node() const { return *Node::from_enr(v5->record()); }
 };
 
-template <class Pred>
-bool run_until(asio::io_context& io, Pred done, std::chrono::milliseconds deadline = 10s) {
-    const auto end = std::chrono::steady_clock::now() + deadline;
-    while (!done() && std::chrono::steady_clock::now() < end) {
-        io.run_for(10ms);
-        if (io.stopped()) io.restart();
-    }
-    return done();
-}
-
-template <class T>
-T run(asio::io_context& io, asio::awaitable<T> op) {
-    auto f = asio::co_spawn(io, std::move(op), asio::use_future);
-    run_until(io, [&] { return f.wait_for(0s) == std::future_status::ready; });
-    return f.get();
-}
+using test::run;
+using test::run_until;
 
 // A bare codec on its own socket, driven by the test: it sends what the test makes and keeps what
 // it receives.
