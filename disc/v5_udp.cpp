@@ -269,6 +269,9 @@ void V5Service::handle_find_node(const Hash32& src, const v5::FindNode& f, const
     for (const Node& n : table_.at_distances(distances, table_.size())) {
         if (records.size() >= kFindNodeResults) break;
         if (!n.enr || !relay_allowed(from.address(), n.ip)) continue;
+        // Only nodes that answered us or completed a handshake, as geth (appendBucketNodes with
+        // checkLive): a node a lookup merely named is not passed on.
+        if (const Table::Entry* e = table_.find(n.id); !e || e->liveness_checks == 0) continue;
         const auto rlp = n.enr->encoded();
         records.emplace_back(rlp.begin(), rlp.end());
     }
@@ -401,7 +404,9 @@ awaitable<std::optional<std::vector<Node>>> V5Service::find_node(Node node, std:
 
 void V5Service::add_node(const Node& n, uint32_t checks) {
     if (n.id == table_.self() || !n.enr) return;
-    table_.add(n, Clock::now(), checks);
+    const auto now = Clock::now();
+    // A node already in the table that answered again: one more liveness check passed.
+    if (table_.add(n, now, checks) == Table::AddResult::kUpdated && checks > 0) table_.revalidated(n.id, true, now);
     stats_.table_size = table_.size();
 }
 

@@ -249,6 +249,27 @@ TEST(V5Service, FindNodeAnswersTheAskedDistancesOnly) {
     EXPECT_TRUE(nodes->empty());
 }
 
+TEST(V5Service, FindNodePassesOnlyLiveNodes) {
+    asio::io_context io;
+    TestNode a(io), b(io), c(io), x(io);
+    ASSERT_TRUE(run(io, x.v5->ping(a.node())));  // a has x, live
+    x.v5->stop();                                // x answers nothing from now on
+    ASSERT_TRUE(run(io, b.v5->ping(a.node())));  // b has a, live
+    // b learns x from a during a lookup; x does not answer b's query, so it stays unverified.
+    run(io, b.v5->lookup(x.v5->id()));
+    const Table::Entry* e = b.v5->table().find(x.v5->id());
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->liveness_checks, 0u);
+    const auto dx = static_cast<unsigned>(log_distance(x.v5->id(), b.v5->id()));
+    const auto da = static_cast<unsigned>(log_distance(a.v5->id(), b.v5->id()));
+    auto nodes = run(io, c.v5->find_node(b.node(), {dx, da}));
+    ASSERT_TRUE(nodes);
+    std::set<NodeId> got;
+    for (const Node& n : *nodes) got.insert(n.id);
+    EXPECT_TRUE(got.count(a.v5->id()));   // live: it answered b
+    EXPECT_FALSE(got.count(x.v5->id()));  // only named by a lookup (c, live too, may be at dx or da)
+}
+
 TEST(V5Service, TalkRequestGetsAnEmptyAnswer) {
     asio::io_context io;
     TestNode a(io), b(io);
