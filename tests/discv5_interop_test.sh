@@ -28,9 +28,11 @@ enr=$(cat "$WORK/h/enr")
 [[ $enr == enr:* ]] || fail "no node record in $WORK/h/enr"
 grep -q "protocol=discv5" "$WORK/h.log" || fail "discv5 did not start: $(tail -5 "$WORK/h.log")"
 
-port_a=$(free_port)
-port_b=$(free_port)
-while [[ $port_b == "$port_a" ]]; do port_b=$(free_port); done
+# UDP ports (free_port checks TCP), distinct from each other and from headerd's.
+udp_port() { python3 -c 'import socket; s = socket.socket(type=socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+port_a=$(udp_port)
+port_b=$(udp_port)
+while [[ $port_b == "$port_a" ]]; do port_b=$(udp_port); done
 if ! timeout 60 node "$INTEROP/discv5_node.mjs" "$enr" "$port_a" "$port_b" 30 >"$WORK/events.jsonl" 2>"$WORK/node.err"; then
     cat "$WORK/events.jsonl" "$WORK/node.err" >&2
     tail -20 "$WORK/h.log" >&2
