@@ -99,6 +99,7 @@ V5Service::V5Service(asio::io_context& io, const rlpx::PrivateKey& key, Enr reco
       config_(std::move(config)),
       table_(key.public_key().node_id(), config_.table),
       refresh_timer_(io),
+      revalidate_timer_(io),
       rng_(std::random_device{}()) {}
 
 V5Service::~V5Service() { stop(); }
@@ -106,12 +107,15 @@ V5Service::~V5Service() { stop(); }
 void V5Service::start() {
     asio::co_spawn(
         io_, [self = shared_from_this()]() -> awaitable<void> { co_await self->refresh_loop(); }, asio::detached);
+    asio::co_spawn(
+        io_, [self = shared_from_this()]() -> awaitable<void> { co_await self->revalidate_loop(); }, asio::detached);
 }
 
 void V5Service::stop() {
     if (stopped_) return;
     stopped_ = true;
     refresh_timer_.cancel();
+    revalidate_timer_.cancel();
     for (auto& p : pending_) p->timer.cancel();
 }
 
@@ -443,6 +447,36 @@ awaitable<void> V5Service::refresh_loop() {
         if (stopped_) break;
         refresh_timer_.expires_after(refresh_delay(config_.refresh_interval, rng_));
         co_await refresh_timer_.async_wait(kTuple);
+    }
+}
+
+awaitable<void> V5Service::revalidate_loop() {
+    while (!stopped_) {
+        revalidate_timer_.expires_after(config_.revalidate_interval);
+        co_await revalidate_timer_.async_wait(kTuple);
+        if (stopped_) break;
+        const auto n = table_.next_to_revalidate();
+        if (!n) continue;
+        // An answer counts as a liveness check (request() adds it); a miss is counted here.
+        auto pong = co_await ping(*n);
+        if (stopped_) break;
+        if (!pong) {
+            table_.revalidated(n->id, false, Clock::now());
+            stats_.table_size = table_.size();
+            continue;
+        }
+        const Table::Entry* e = table_.find(n->id);
+        if (!e || !e->node.enr || e->node.enr->seq() >= pong->enr_seq) continue;
+        // A newer record: distance 0 is the node's own. (The vector is made outside the co_await:
+        // GCC cannot put an initializer list's array into a coroutine frame.)
+        std::vector<unsigned> own(1, 0);
+        auto records = co_await find_node(*n, std::move(own));
+        if (stopped_) break;
+        if (records) {
+            for (const Node& updated : *records) {
+                if (updated.id == n->id) add_node(updated, 0);
+            }
+        }
     }
 }
 

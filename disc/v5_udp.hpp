@@ -46,11 +46,12 @@ namespace headerd::disc {
 class V4Service;
 
 struct V5Config {
-    std::vector<Node> bootnodes;                      // with their records (enr:), else unusable
-    std::chrono::milliseconds response_timeout{700};  // geth: v5wire's respTimeout (V5RespTimeout)
-    std::chrono::seconds refresh_interval{30 * 60};   // geth: RefreshInterval (randomised 1/2..1)
-    bool allow_low_ports = false;                     // geth refuses relayed nodes on UDP <= 1024
-    size_t max_pending = 1024;                        // requests waiting for replies at once
+    std::vector<Node> bootnodes;                          // with their records (enr:), else unusable
+    std::chrono::milliseconds response_timeout{700};      // geth: v5wire's respTimeout (V5RespTimeout)
+    std::chrono::seconds refresh_interval{30 * 60};       // geth: RefreshInterval (randomised 1/2..1)
+    std::chrono::milliseconds revalidate_interval{3000};  // one table node pinged per interval
+    bool allow_low_ports = false;                         // geth refuses relayed nodes on UDP <= 1024
+    size_t max_pending = 1024;                            // requests waiting for replies at once
     TableConfig table;
     v5::CodecOptions codec;
 };
@@ -96,7 +97,10 @@ class V5Service : public std::enable_shared_from_this<V5Service> {
     V5Service(const V5Service&) = delete;
     V5Service& operator=(const V5Service&) = delete;
 
-    // Starts the refresh loop (the first refresh bootstraps from the bootnodes).
+    // Starts the refresh loop (the first refresh bootstraps from the bootnodes) and revalidation:
+    // every revalidate_interval the node checked least recently is pinged; a miss divides its
+    // liveness count by 3 and removes it at 0, and a PONG with a higher seq than its record's makes
+    // us fetch the newer record (FINDNODE at distance 0).
     void start();
     // Ends every wait; sends nothing more. Idempotent.
     void stop();
@@ -129,6 +133,7 @@ class V5Service : public std::enable_shared_from_this<V5Service> {
   private:
     struct Pending;
     boost::asio::awaitable<void> refresh_loop();
+    boost::asio::awaitable<void> revalidate_loop();
     void handle_message(const v5::Decoded& d, const udp::endpoint& from);
     void handle_whoareyou(const v5::Whoareyou& w, const udp::endpoint& from);
     void handle_find_node(const Hash32& src, const v5::FindNode& f, const udp::endpoint& from);
@@ -150,6 +155,7 @@ class V5Service : public std::enable_shared_from_this<V5Service> {
     V5Config config_;
     Table table_;
     boost::asio::steady_timer refresh_timer_;
+    boost::asio::steady_timer revalidate_timer_;
     std::list<std::shared_ptr<Pending>> pending_;
     V5Stats stats_;
     std::mt19937_64 rng_;

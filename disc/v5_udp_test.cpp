@@ -270,6 +270,28 @@ TEST(V5Service, FindNodePassesOnlyLiveNodes) {
     EXPECT_FALSE(got.count(x.v5->id()));  // only named by a lookup (c, live too, may be at dx or da)
 }
 
+TEST(V5Service, RevalidationDropsDeadNodesAndFetchesNewerRecords) {
+    asio::io_context io;
+    V5Config config = fast_config();
+    config.revalidate_interval = 50ms;
+    config.response_timeout = 200ms;
+    TestNode a(io, config), b(io), c(io);
+    a.v5->start();
+    ASSERT_TRUE(run(io, a.v5->ping(b.node())));
+    ASSERT_TRUE(run(io, a.v5->ping(c.node())));
+    b.v5->stop();                                           // b answers nothing from now on
+    c.v5->set_record(loopback_record(c.key, c.port(), 5));  // c re-signs its record
+    const auto c_seq = [&] {
+        const Table::Entry* e = a.v5->table().find(c.v5->id());
+        return e && e->node.enr ? e->node.enr->seq() : 0;
+    };
+    EXPECT_TRUE(run_until(
+        io, [&] { return !a.v5->table().find(b.v5->id()) && c_seq() == 5; }, 5s));
+    EXPECT_EQ(c_seq(), 5u);
+    EXPECT_FALSE(a.v5->table().find(b.v5->id()));
+    EXPECT_GE(a.v5->table().find(c.v5->id())->liveness_checks, 2u);  // the handshake answer and revalidations
+}
+
 TEST(V5Service, TalkRequestGetsAnEmptyAnswer) {
     asio::io_context io;
     TestNode a(io), b(io);
