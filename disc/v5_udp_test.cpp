@@ -86,7 +86,9 @@ struct RawPeer {
         socket.close(ec);
     }
     Node node() const { return *Node::from_enr(codec->local_record()); }
+    Bytes last_sent;
     void send(const udp::endpoint& to, ByteView datagram) {
+        last_sent.assign(datagram.begin(), datagram.end());
         socket.send_to(asio::buffer(datagram.data(), datagram.size()), to);
     }
     asio::awaitable<void> read_loop() {
@@ -344,6 +346,19 @@ TEST(V5Service, UnsolicitedNodesDropped) {
     peer.send({kLoopback, a.port()}, nodes->datagram);
     EXPECT_TRUE(run_until(io, [&] { return dropped(a, V5Drop::kUnsolicited) == 1; }));
     EXPECT_EQ(count(a.v5->stats().packets_in[static_cast<size_t>(v5::MessageType::kNodes)]), 1u);
+}
+
+TEST(V5Service, ReplayedHandshakeCountsAsFailed) {
+    asio::io_context io;
+    TestNode a(io);
+    RawPeer peer(io);
+    ASSERT_TRUE(raw_handshake(io, peer, a));
+    const Bytes handshake = peer.last_sent;
+    peer.send({kLoopback, a.port()}, handshake);  // its challenge is used up
+    const auto& failed = a.v5->stats().handshakes_failed[static_cast<size_t>(v5::WireError::kUnexpectedHandshake)];
+    EXPECT_TRUE(run_until(io, [&] { return failed.load() == 1; }));
+    EXPECT_EQ(count(a.v5->stats().handshakes_accepted), 1u);
+    EXPECT_EQ(peer.count<v5::Pong>(), 1u);  // the replay is not answered
 }
 
 TEST(V5Service, NodesTotalIsCappedAtFive) {
