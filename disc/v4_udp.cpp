@@ -1,8 +1,6 @@
 #include "disc/v4_udp.hpp"
 
 #include <algorithm>
-#include <cstring>
-#include <unordered_set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -12,6 +10,7 @@
 
 #include "core/awaitable.hpp"
 #include "core/keccak.hpp"
+#include "disc/lookup.hpp"
 
 namespace headerd::disc {
 namespace {
@@ -19,10 +18,8 @@ namespace {
 namespace asio = boost::asio;
 using asio::awaitable;
 
-// geth: bucketSize answers per FindNode, alpha queries at a time in a lookup, seedCount nodes
-// from the database at a refresh.
-constexpr size_t kFindNodeResults = 16;
-constexpr size_t kAlpha = 3;
+// geth: bucketSize answers per FindNode, seedCount nodes from the database at a refresh.
+constexpr size_t kFindNodeResults = kLookupResults;
 constexpr size_t kSeedCount = 30;
 
 uint64_t unix_now() {
@@ -31,14 +28,6 @@ uint64_t unix_now() {
 }
 
 NodeId id_of(const v4::NodeKey& key) { return keccak256(key); }
-
-struct IdHash {
-    size_t operator()(const NodeId& id) const noexcept {
-        size_t h;
-        std::memcpy(&h, id.data(), sizeof h);
-        return h;
-    }
-};
 
 }  // namespace
 
@@ -399,55 +388,17 @@ void V4Service::add_found(const Node& n) {
 awaitable<std::vector<Node>> V4Service::lookup(v4::NodeKey target) {
     const auto started = Clock::now();
     const NodeId target_id = id_of(target);
-    struct State {
-        std::vector<Node> result;  // closest first, at most 16
-        std::unordered_set<NodeId, IdHash> asked, seen;
-        size_t in_flight{0};
-        asio::steady_timer wake;
-        explicit State(asio::io_context& io) : wake(io) {}
-    };
-    auto s = std::make_shared<State>(io_);
-    const NodeId self_id = table_.self();
-    auto offer = [s, target_id, self_id](const Node& n) {
-        if (n.id == self_id || !s->seen.insert(n.id).second) return;
-        auto pos = std::lower_bound(s->result.begin(), s->result.end(), n, [&](const Node& a, const Node& b) {
-            return compare_distance(target_id, a.id, b.id) < 0;
-        });
-        s->result.insert(pos, n);
-        if (s->result.size() > kFindNodeResults) s->result.pop_back();
-    };
-    for (const auto& n : table_.closest(target_id, kFindNodeResults)) offer(n);
-    if (s->result.empty()) {
-        for (const auto& n : config_.bootnodes) offer(n);
-    }
-    while (!stopped_) {
-        for (const Node& n : s->result) {
-            if (s->in_flight >= kAlpha) break;
-            if (!s->asked.insert(n.id).second) continue;
-            ++s->in_flight;
-            asio::co_spawn(
-                io_,
-                [self = shared_from_this(), s, n, target, offer]() -> awaitable<void> {
-                    auto found = co_await self->find_node(n, target);
-                    if (found) {
-                        for (const auto& f : *found) {
-                            self->add_found(f);
-                            offer(f);
-                        }
-                    }
-                    --s->in_flight;
-                    s->wake.cancel();
-                },
-                asio::detached);
-        }
-        if (s->in_flight == 0) break;
-        s->wake.expires_at(Clock::time_point::max());
-        co_await s->wake.async_wait(kTuple);
-    }
+    std::vector<Node> seeds = table_.closest(target_id, kLookupResults);
+    if (seeds.empty()) seeds = config_.bootnodes;
+    LookupHooks hooks;
+    hooks.query = [self = shared_from_this(), target](Node n) { return self->find_node(std::move(n), target); };
+    hooks.on_found = [self = shared_from_this()](const Node& n) { self->add_found(n); };
+    hooks.stopped = [self = shared_from_this()] { return self->stopped_; };
+    auto result = co_await iterative_lookup(io_, table_.self(), target_id, seeds, std::move(hooks));
     ++stats_.lookups;
     stats_.lookup_micros +=
         static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count());
-    co_return s->result;
+    co_return result;
 }
 
 awaitable<void> V4Service::refresh() {
@@ -469,10 +420,7 @@ awaitable<void> V4Service::refresh_loop() {
         // stop() during the refresh cancelled a timer not yet armed: arming it now would keep the
         // io_context (and a stopping serve or discover) running until the next refresh is due.
         if (stopped_) break;
-        // geth: the next refresh at a random time in [interval/2, interval).
-        const auto half = config_.refresh_interval / 2;
-        std::uniform_int_distribution<int64_t> jitter(0, std::max<int64_t>(half.count() * 1000 - 1, 0));
-        refresh_timer_.expires_after(half + std::chrono::milliseconds(jitter(rng_)));
+        refresh_timer_.expires_after(refresh_delay(config_.refresh_interval, rng_));
         co_await refresh_timer_.async_wait(kTuple);
     }
 }

@@ -15,6 +15,7 @@
 
 #include "core/awaitable.hpp"
 #include "core/keccak.hpp"
+#include "disc/udp_test_util.hpp"
 
 namespace headerd::disc {
 namespace {
@@ -50,23 +51,8 @@ struct TestNode {
     }
 };
 
-// Runs `io` until `done` holds or the deadline passes.
-template <class Pred>
-bool run_until(asio::io_context& io, Pred done, std::chrono::milliseconds deadline = 10s) {
-    const auto end = std::chrono::steady_clock::now() + deadline;
-    while (!done() && std::chrono::steady_clock::now() < end) {
-        io.run_for(20ms);
-        if (io.stopped()) io.restart();
-    }
-    return done();
-}
-
-template <class T>
-T run(asio::io_context& io, asio::awaitable<T> op) {
-    auto f = asio::co_spawn(io, std::move(op), asio::use_future);
-    run_until(io, [&] { return f.wait_for(0s) == std::future_status::ready; });
-    return f.get();
-}
+using test::run;
+using test::run_until;
 
 TEST(V4Service, PingPongAndEnrRequest) {
     asio::io_context io;

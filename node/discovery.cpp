@@ -38,7 +38,9 @@ uint64_t unix_millis() {
 
 std::vector<OptionSpec> discovery_options(const std::string& default_mode) {
     return {
-        {"discovery", "off|v4", "node discovery (discv4 with EIP-868 records); on by itself when --bootnodes is given",
+        {"discovery", "off|v4|v5|v4,v5",
+         "node discovery: discv4 (with EIP-868 records) and/or discv5.1 on the same UDP port (v5 alone still opens "
+         "the port through the discv4 service, which then has no bootnodes); v4 by itself when --bootnodes is given",
          default_mode, false},
         {"bootnodes", "LIST",
          "discovery bootnodes, comma-separated: enode URLs, enr: records, or a network's public list by name "
@@ -49,7 +51,9 @@ std::vector<OptionSpec> discovery_options(const std::string& default_mode) {
          "the address our node record advertises: extip:IP, or none (the listen address when it is a specific one)",
          "none", false},
         {"discovery.refresh", "SECONDS", "time between table refreshes (random in [S/2, S), as geth)", "1800", false},
-        {"discovery.timeout", "MS", "how long a discovery request waits for its reply", "500", false},
+        {"discovery.timeout", "MS",
+         "how long a discovery request waits for its reply (default 500 for discv4, 700 for discv5, as geth)", "",
+         false},
     };
 }
 
@@ -96,8 +100,10 @@ Outcome<DiscoverySettings> parse_discovery(const Args& args, const std::string& 
     for (const std::string& m : split(mode)) {
         if (m == "v4") {
             s.v4 = true;
+        } else if (m == "v5") {
+            s.v5 = true;
         } else if (m != "off") {
-            return make_error(fmt::format("--discovery {}: expected off or v4", mode));
+            return make_error(fmt::format("--discovery {}: expected off, v4, v5 or v4,v5", mode));
         }
     }
     if (auto port = args.get("discovery.port")) {
@@ -116,12 +122,24 @@ Outcome<DiscoverySettings> parse_discovery(const Args& args, const std::string& 
     }
     auto refresh = parse_seconds("discovery.refresh", args.get_or("discovery.refresh", "1800"));
     if (!refresh || *refresh <= 0) return make_error("--discovery.refresh must be a positive number of seconds");
-    auto timeout = args.get_u64("discovery.timeout", 500);
-    if (!timeout || *timeout == 0) return make_error("--discovery.timeout must be a positive number of milliseconds");
-    s.v4_config.bootnodes = s.bootnodes;
-    s.v4_config.refresh_interval = std::chrono::seconds(static_cast<int64_t>(std::max(1.0, *refresh)));
-    s.v4_config.response_timeout = std::chrono::milliseconds(*timeout);
-    s.v4_config.bond_wait = std::chrono::milliseconds(*timeout);
+    auto timeout = args.get_u64("discovery.timeout", 0);
+    if (!timeout || (args.has("discovery.timeout") && *timeout == 0)) {
+        return make_error("--discovery.timeout must be a positive number of milliseconds");
+    }
+    // discv4 gets the bootnodes only when it runs as a protocol of its own (with v5 alone it just
+    // owns the socket); every enr: bootnode goes to discv5.
+    if (s.v4) s.v4_config.bootnodes = s.bootnodes;
+    for (const disc::Node& n : s.bootnodes) {
+        if (n.enr) s.v5_config.bootnodes.push_back(n);
+    }
+    const auto refresh_interval = std::chrono::seconds(static_cast<int64_t>(std::max(1.0, *refresh)));
+    s.v4_config.refresh_interval = refresh_interval;
+    s.v5_config.refresh_interval = refresh_interval;
+    if (*timeout != 0) {
+        s.v4_config.response_timeout = std::chrono::milliseconds(*timeout);
+        s.v4_config.bond_wait = std::chrono::milliseconds(*timeout);
+        s.v5_config.response_timeout = std::chrono::milliseconds(*timeout);
+    }
     return s;
 }
 
@@ -183,7 +201,19 @@ Outcome<std::shared_ptr<disc::V4Service>> start_discovery(asio::io_context& io, 
     const auto at = service->local_endpoint();
     spdlog::info(
         "Discovery started                        protocol=discv4 udp={}:{} bootnodes={} known-nodes={} seq={}",
-        at.address().to_string(), at.port(), settings.bootnodes.size(), known, record.seq());
+        at.address().to_string(), at.port(), settings.v4_config.bootnodes.size(), known, record.seq());
+    return service;
+}
+
+std::shared_ptr<disc::V5Service> start_discv5(asio::io_context& io, const rlpx::PrivateKey& key,
+                                              const DiscoverySettings& settings, const disc::Enr& record,
+                                              const std::shared_ptr<disc::V4Service>& v4) {
+    auto service = std::make_shared<disc::V5Service>(io, key, record, nullptr, settings.v5_config);
+    disc::share_socket(v4, service);
+    service->start();
+    const auto at = v4->local_endpoint();
+    spdlog::info("Discovery started                        protocol=discv5 udp={}:{} bootnodes={} seq={}",
+                 at.address().to_string(), at.port(), settings.v5_config.bootnodes.size(), record.seq());
     return service;
 }
 

@@ -2,8 +2,9 @@
 
 // Node discovery in the commands: the options serve, sync and discover share (--discovery,
 // --bootnodes, --discovery.port, --nat and the test timings), our own node record (made, kept
-// in DATADIR/enr and re-signed with a higher seq when its contents change), and the discv4 service
-// started from them. docs/discovery.md describes the protocol side, docs/operations.md the flags.
+// in DATADIR/enr and re-signed with a higher seq when its contents change), and the discv4 and
+// discv5 services started from them (discv5 on the discv4 socket, as geth). docs/discovery.md describes the protocol
+// side, docs/operations.md the flags.
 //
 // Safety: with no --bootnodes and no --discovery, discovery is off and sends nothing. The public
 // lists are used only when a user names them (--bootnodes mainnet).
@@ -19,6 +20,7 @@
 #include "core/forkid.hpp"
 #include "core/result.hpp"
 #include "disc/v4_udp.hpp"
+#include "disc/v5_udp.hpp"
 #include "node/cli.hpp"
 
 namespace headerd::node {
@@ -32,6 +34,7 @@ struct DiscoverySettings {
     std::optional<boost::asio::ip::address> extip;
     std::optional<uint16_t> udp_port;  // --discovery.port; absent: the TCP port
     disc::V4Config v4_config;          // bootnodes and the test timings filled in
+    disc::V5Config v5_config;          // the bootnodes given as enr: records, the timings
     bool enabled() const noexcept { return v4 || v5; }
 };
 
@@ -70,5 +73,11 @@ Outcome<std::shared_ptr<disc::V4Service>> start_discovery(boost::asio::io_contex
                                                           const DiscoverySettings& settings, const disc::Enr& record,
                                                           const boost::asio::ip::udp::endpoint& listen,
                                                           const std::string& datadir);
+
+// Starts discv5 on the socket of `v4` (started by start_discovery) with `record`; its bootnodes
+// are those of --bootnodes that are enr: records.
+std::shared_ptr<disc::V5Service> start_discv5(boost::asio::io_context& io, const rlpx::PrivateKey& key,
+                                              const DiscoverySettings& settings, const disc::Enr& record,
+                                              const std::shared_ptr<disc::V4Service>& v4);
 
 }  // namespace headerd::node

@@ -77,7 +77,7 @@ int cmd_serve(int argc, char** argv) {
         "serve the stored headers to devp2p peers (RLPx, eth/68 to eth/72)",
         "--datadir DIR [--listen HOST:PORT] [--max-peers N] [--max-pending N] [--workers N] [--metrics HOST:PORT] "
         "[--max-per-ip N] [--max-per-subnet N] [--inbound-throttle S] [--inbound-burst N] [--inbound-exempt LIST] "
-        "[--discovery v4] [--bootnodes LIST] [--nat extip:IP]",
+        "[--discovery v4|v5|v4,v5] [--bootnodes LIST] [--nat extip:IP]",
         {datadir_option(),
          {"listen", "[HOST:]PORT", "TCP address to accept peers on (host 127.0.0.1 if absent; port 0: any free port)",
           "127.0.0.1:30303", false},
@@ -256,11 +256,14 @@ int cmd_serve(int argc, char** argv) {
     if (!record) return fail(record.error().message);
     spdlog::info("Node record                              seq={} enr={}", record->seq(), record->text());
     std::shared_ptr<disc::V4Service> discv4;
-    if (discovery->v4) {
+    std::shared_ptr<disc::V5Service> discv5;
+    if (discovery->enabled()) {
+        // discv4 owns the UDP socket; discv5 shares it (geth's layout).
         auto started = start_discovery(control, *key, *discovery, *record,
                                        asio::ip::udp::endpoint(bound.address(), udp_port), datadir);
         if (!started) return fail(started.error().message);
         discv4 = *started;
+        if (discovery->v5) discv5 = start_discv5(control, *key, *discovery, *record, discv4);
         if (registry) registry->add_collectable(std::make_shared<disc::DiscoveryCollector>(discv4));
     }
     // After every collector is registered: the HTTP server takes the list once.
@@ -281,23 +284,24 @@ int cmd_serve(int argc, char** argv) {
     std::optional<sync::Follower> follower;
     std::mutex follow_mutex;  // follow.peers grows on the control thread; the scrubber's repair reads it
     auto start_follower = [&] {
-        follower.emplace(
-            db, kClientId, net_metrics.get(), follow,
-            [&server, &db, &net_metrics, &control, &local_record, &fork_id_now, &discv4](const db::Head& head) {
-                server.announce(head);
-                if (net_metrics) net_metrics->set_chain(head.number, db.ancient_items());
-                // A new fork id means a new record (the follower calls from its own thread).
-                asio::post(control, [&local_record, &fork_id_now, &discv4] {
-                    auto updated = local_record.update(fork_id_now());
-                    if (!updated) {
-                        spdlog::warn("Node record not updated: {}", updated.error().message);
-                    } else if (discv4 && updated->seq() != discv4->record().seq()) {
-                        spdlog::info("Node record                              seq={} enr={}", updated->seq(),
-                                     updated->text());
-                        discv4->set_record(*updated);
-                    }
-                });
-            });
+        follower.emplace(db, kClientId, net_metrics.get(), follow,
+                         [&server, &db, &net_metrics, &control, &local_record, &fork_id_now, &discv4,
+                          &discv5](const db::Head& head) {
+                             server.announce(head);
+                             if (net_metrics) net_metrics->set_chain(head.number, db.ancient_items());
+                             // A new fork id means a new record (the follower calls from its own thread).
+                             asio::post(control, [&local_record, &fork_id_now, &discv4, &discv5] {
+                                 auto updated = local_record.update(fork_id_now());
+                                 if (!updated) {
+                                     spdlog::warn("Node record not updated: {}", updated.error().message);
+                                 } else if (discv4 && updated->seq() != discv4->record().seq()) {
+                                     spdlog::info("Node record                              seq={} enr={}",
+                                                  updated->seq(), updated->text());
+                                     discv4->set_record(*updated);
+                                     if (discv5) discv5->set_record(*updated);
+                                 }
+                             });
+                         });
         follower->start();
     };
     bool shutting_down = false;
@@ -363,6 +367,7 @@ int cmd_serve(int argc, char** argv) {
         scrubber.stop();
         shutting_down = true;
         if (follow_crawler) follow_crawler->stop();
+        if (discv5) discv5->stop();
         if (discv4) discv4->stop();
         if (follower) follower->stop();
         server.stop();

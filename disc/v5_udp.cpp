@@ -1,0 +1,492 @@
+#include "disc/v5_udp.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_set>
+
+#include <spdlog/spdlog.h>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "core/awaitable.hpp"
+#include "disc/lookup.hpp"
+#include "disc/v4_udp.hpp"
+
+namespace headerd::disc {
+namespace {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using udp = asio::ip::udp;
+
+// geth: bucketSize records per FINDNODE answer, lookupRequestLimit distances per lookup query,
+// and the ~1000 bytes of records one NODES packet carries.
+constexpr size_t kFindNodeResults = kLookupResults;
+constexpr size_t kLookupDistances = 3;
+constexpr size_t kNodesRecordBytes = 1000;
+constexpr unsigned kMaxDistance = 256;
+
+// One form per address: an IPv4-mapped IPv6 address is the IPv4 address.
+udp::endpoint normalized(const udp::endpoint& e) {
+    const auto a = e.address();
+    if (a.is_v6() && a.to_v6().is_v4_mapped()) {
+        return {asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6()), e.port()};
+    }
+    return e;
+}
+
+v5::Endpoint to_v5(const udp::endpoint& e) {
+    const auto a = e.address();
+    if (a.is_v4()) return v5::Endpoint::ipv4(a.to_v4().to_bytes(), e.port());
+    return v5::Endpoint::ipv6(a.to_v6().to_bytes(), e.port());
+}
+
+// geth's lookupDistances: the target's distance from dest, then alternately one more and one
+// less, three in all, within 1..256.
+std::vector<unsigned> lookup_distances(const NodeId& target, const NodeId& dest) {
+    const int td = log_distance(target, dest);
+    std::vector<unsigned> out{static_cast<unsigned>(td)};
+    for (int i = 1; out.size() < kLookupDistances && i <= 256; ++i) {
+        if (td + i <= 256) out.push_back(static_cast<unsigned>(td + i));
+        if (td - i > 0 && out.size() < kLookupDistances) out.push_back(static_cast<unsigned>(td - i));
+    }
+    return out;
+}
+
+}  // namespace
+
+const char* to_string(V5Drop d) noexcept {
+    switch (d) {
+        case V5Drop::kTooBig:
+            return "too-big";
+        case V5Drop::kUndecodable:
+            return "undecodable";
+        case V5Drop::kUnknownMessage:
+            return "unknown-message";
+        case V5Drop::kUnsolicited:
+            return "unsolicited";
+        case V5Drop::kUnexpectedWhoareyou:
+            return "unexpected-whoareyou";
+        case V5Drop::kCount_:
+            break;
+    }
+    return "unknown";
+}
+
+// A request waiting for its response (or responses: NODES may come in several packets).
+struct V5Service::Pending {
+    Node node;
+    udp::endpoint to;
+    v5::Message request;
+    v5::MessageType reply_type{};
+    v5::Nonce nonce{};          // of the last packet that carried the request
+    bool awaiting_whoareyou{};  // it went as a random packet: the request itself is not sent yet
+    bool handshake_sent{};
+    // Called with each response of reply_type with our request id from (node, to); sets `done`
+    // when no more are expected.
+    std::function<void(const v5::Message&, bool& done)> match;
+    asio::steady_timer timer;
+    bool done{false};
+    Pending(asio::io_context& io, Node n, v5::Message m)
+        : node(std::move(n)), to(normalized({node.ip, node.udp})), request(std::move(m)), timer(io) {}
+};
+
+V5Service::V5Service(asio::io_context& io, const rlpx::PrivateKey& key, Enr record, SendFn send, V5Config config)
+    : io_(io),
+      codec_(key, std::move(record), config.codec),
+      send_(std::move(send)),
+      config_(std::move(config)),
+      table_(key.public_key().node_id(), config_.table),
+      refresh_timer_(io),
+      revalidate_timer_(io),
+      rng_(std::random_device{}()) {}
+
+V5Service::~V5Service() { stop(); }
+
+void V5Service::start() {
+    asio::co_spawn(
+        io_, [self = shared_from_this()]() -> awaitable<void> { co_await self->refresh_loop(); }, asio::detached);
+    asio::co_spawn(
+        io_, [self = shared_from_this()]() -> awaitable<void> { co_await self->revalidate_loop(); }, asio::detached);
+}
+
+void V5Service::stop() {
+    if (stopped_) return;
+    stopped_ = true;
+    refresh_timer_.cancel();
+    revalidate_timer_.cancel();
+    for (auto& p : pending_) p->timer.cancel();
+}
+
+// ---- outgoing ---------------------------------------------------------------------------------
+
+void V5Service::put(const udp::endpoint& to, const v5::Encoded& e) {
+    stats_.bytes_out += e.datagram.size();
+    if (send_) send_(to, e.datagram);
+}
+
+void V5Service::count_out(const v5::Message& m) noexcept {
+    ++stats_.packets_out[static_cast<size_t>(v5::message_type(m))];
+}
+
+std::optional<v5::Encoded> V5Service::send(const Hash32& id, const udp::endpoint& to, const v5::Message& m) {
+    if (stopped_) return std::nullopt;
+    auto encoded = codec_.encode(id, to_v5(to), m);
+    if (!encoded) {
+        spdlog::debug("discv5: cannot encode a message to {}:{}: {}", to.address().to_string(), to.port(),
+                      encoded.error().message());
+        return std::nullopt;
+    }
+    put(to, *encoded);
+    if (!encoded->random_packet) count_out(m);
+    return *encoded;
+}
+
+// ---- incoming ---------------------------------------------------------------------------------
+
+void V5Service::handle(ByteView datagram, const udp::endpoint& source) {
+    if (stopped_) return;
+    stats_.bytes_in += datagram.size();
+    if (datagram.size() > v5::kMaxPacketSize) {
+        ++stats_.dropped[static_cast<size_t>(V5Drop::kTooBig)];
+        return;
+    }
+    const udp::endpoint from = normalized(source);
+    auto decoded = codec_.decode(datagram, to_v5(from));
+    if (!decoded) {
+        const auto& ec = decoded.error();
+        using v5::WireError;
+        if (ec.category() == v5::wire_category()) {
+            switch (static_cast<WireError>(ec.value())) {
+                case WireError::kUnexpectedHandshake:
+                case WireError::kBadEphemeralKey:
+                case WireError::kNoRecord:
+                case WireError::kBadRecord:
+                case WireError::kRecordIdMismatch:
+                case WireError::kBadIdSignature:
+                case WireError::kDecryptFailed:
+                    ++stats_.handshakes_failed[static_cast<size_t>(ec.value())];
+                    return;
+                case WireError::kUnknownMessageType:
+                    ++stats_.dropped[static_cast<size_t>(V5Drop::kUnknownMessage)];
+                    return;
+                default:
+                    break;
+            }
+        }
+        ++stats_.dropped[static_cast<size_t>(V5Drop::kUndecodable)];
+        return;
+    }
+    if (const auto* w = std::get_if<v5::Whoareyou>(&decoded->packet)) {
+        ++stats_.whoareyou_in;
+        handle_whoareyou(*w, from);
+        return;
+    }
+    if (const auto* u = std::get_if<v5::Unknown>(&decoded->packet)) {
+        // No session: challenge it. The record we know of it lets it leave its own out.
+        const Table::Entry* known = table_.find(decoded->src_id);
+        const Enr* record = known && known->node.enr ? &*known->node.enr : nullptr;
+        auto challenge = codec_.encode_whoareyou(decoded->src_id, to_v5(from), u->nonce, record);
+        if (challenge) {
+            ++stats_.whoareyou_out;
+            put(from, *challenge);
+        }
+        return;
+    }
+    handle_message(*decoded, from);
+}
+
+void V5Service::handle_message(const v5::Decoded& d, const udp::endpoint& from) {
+    if (d.record) {
+        ++stats_.handshakes_accepted;
+        // In the table only from the address its record names: a record alone proves nothing of
+        // where the node can be reached.
+        if (auto n = Node::from_enr(*d.record); n && normalized({n->ip, n->udp}) == from) add_node(*n, 1);
+    }
+    const auto& m = std::get<v5::Message>(d.packet);
+    ++stats_.packets_in[static_cast<size_t>(v5::message_type(m))];
+    std::visit(
+        [&](const auto& msg) {
+            using T = std::decay_t<decltype(msg)>;
+            if constexpr (std::is_same_v<T, v5::Ping>) {
+                // The recipient is where the packet came from, never what the peer claims.
+                send(d.src_id, from, v5::Pong{msg.req_id, record().seq(), to_v5(from)});
+            } else if constexpr (std::is_same_v<T, v5::FindNode>) {
+                handle_find_node(d.src_id, msg, from);
+            } else if constexpr (std::is_same_v<T, v5::TalkReq>) {
+                send(d.src_id, from, v5::TalkResp{msg.req_id, {}});  // no TALK protocol is served
+            } else {
+                if (!handle_reply(d.src_id, m, from)) ++stats_.dropped[static_cast<size_t>(V5Drop::kUnsolicited)];
+            }
+        },
+        m);
+}
+
+void V5Service::handle_whoareyou(const v5::Whoareyou& w, const udp::endpoint& from) {
+    auto it = std::find_if(pending_.begin(), pending_.end(), [&](const auto& p) {
+        return !p->done && !p->handshake_sent && p->to == from && p->nonce == w.request_nonce;
+    });
+    if (it == pending_.end() || !(*it)->node.enr) {
+        ++stats_.dropped[static_cast<size_t>(V5Drop::kUnexpectedWhoareyou)];
+        return;
+    }
+    const auto p = *it;
+    auto hs = codec_.encode_handshake(p->node.id, to_v5(from), p->request, w, *p->node.enr);
+    if (!hs) {
+        const auto& ec = hs.error();
+        const bool wire = ec.category() == v5::wire_category() && static_cast<size_t>(ec.value()) < kV5FailReasons;
+        ++stats_.handshakes_failed[wire ? static_cast<size_t>(ec.value()) : 0];
+        return;
+    }
+    p->handshake_sent = true;
+    p->awaiting_whoareyou = false;
+    p->nonce = hs->nonce;
+    ++stats_.handshakes_sent;
+    put(from, *hs);
+    count_out(p->request);
+    // The other requests to this node that went as random packets: over the new session now.
+    for (auto& other : pending_) {
+        if (other == p || other->done || !other->awaiting_whoareyou || other->to != from ||
+            other->node.id != p->node.id) {
+            continue;
+        }
+        if (auto e = send(other->node.id, other->to, other->request)) {
+            other->nonce = e->nonce;
+            other->awaiting_whoareyou = e->random_packet;
+        }
+    }
+}
+
+void V5Service::handle_find_node(const Hash32& src, const v5::FindNode& f, const udp::endpoint& from) {
+    std::vector<unsigned> distances;
+    for (uint64_t d : f.distances) {
+        if (d > kMaxDistance) continue;
+        const auto u = static_cast<unsigned>(d);
+        if (std::find(distances.begin(), distances.end(), u) == distances.end()) distances.push_back(u);
+    }
+    std::vector<Bytes> records;
+    if (std::find(distances.begin(), distances.end(), 0u) != distances.end()) {
+        const auto ours = record().encoded();
+        records.emplace_back(ours.begin(), ours.end());
+    }
+    for (const Node& n : table_.at_distances(distances, table_.size())) {
+        if (records.size() >= kFindNodeResults) break;
+        if (!n.enr || !relay_allowed(from.address(), n.ip)) continue;
+        // Only nodes that answered us or completed a handshake, as geth (appendBucketNodes with
+        // checkLive): a node a lookup merely named is not passed on.
+        if (const Table::Entry* e = table_.find(n.id); !e || e->liveness_checks == 0) continue;
+        const auto rlp = n.enr->encoded();
+        records.emplace_back(rlp.begin(), rlp.end());
+    }
+    // Packed into messages of at most ~1000 bytes of records; an empty answer is one message.
+    std::vector<v5::Nodes> messages;
+    size_t size = 0;
+    for (auto& r : records) {
+        if (messages.empty() || size + r.size() > kNodesRecordBytes) {
+            messages.push_back(v5::Nodes{f.req_id, 0, {}});
+            size = 0;
+        }
+        size += r.size();
+        messages.back().records.push_back(std::move(r));
+    }
+    if (messages.empty()) messages.push_back(v5::Nodes{f.req_id, 0, {}});
+    for (auto& m : messages) {
+        m.total = static_cast<uint8_t>(messages.size());
+        send(src, from, m);
+    }
+}
+
+bool V5Service::handle_reply(const Hash32& src, const v5::Message& m, const udp::endpoint& from) {
+    const auto type = v5::message_type(m);
+    const auto& req_id = v5::request_id(m);
+    for (auto& p : pending_) {
+        if (p->done || p->node.id != src || p->to != from || p->reply_type != type ||
+            v5::request_id(p->request) != req_id) {
+            continue;
+        }
+        bool done = false;
+        p->match(m, done);
+        if (done) {
+            p->done = true;
+            p->timer.cancel();
+        }
+        return true;
+    }
+    return false;
+}
+
+// ---- requests ---------------------------------------------------------------------------------
+
+v5::RequestId V5Service::new_request_id() {
+    v5::RequestId id(8);
+    const uint64_t r = rng_();
+    std::memcpy(id.data(), &r, id.size());
+    return id;
+}
+
+std::shared_ptr<V5Service::Pending> V5Service::make_pending(const Node& node, v5::Message m) {
+    return std::make_shared<Pending>(io_, node, std::move(m));
+}
+
+awaitable<bool> V5Service::request(std::shared_ptr<Pending> p) {
+    if (stopped_ || !p->node.enr || pending_.size() >= config_.max_pending) co_return false;
+    auto sent = send(p->node.id, p->to, p->request);
+    if (!sent) co_return false;
+    p->nonce = sent->nonce;
+    p->awaiting_whoareyou = sent->random_packet;
+    p->timer.expires_after(config_.response_timeout);
+    pending_.push_back(p);
+    co_await p->timer.async_wait(kTuple);
+    pending_.remove(p);
+    if (!p->done) ++stats_.request_timeouts;
+    // It answered: alive, and we have its record.
+    if (p->done && !stopped_) add_node(p->node, 1);
+    co_return p->done;
+}
+
+awaitable<std::optional<v5::Pong>> V5Service::ping(Node node) {
+    auto p = make_pending(node, v5::Ping{new_request_id(), record().seq()});
+    p->reply_type = v5::MessageType::kPong;
+    std::optional<v5::Pong> pong;
+    p->match = [&pong](const v5::Message& m, bool& done) {
+        pong = std::get<v5::Pong>(m);
+        done = true;
+    };
+    if (!co_await request(p)) co_return std::nullopt;
+    co_return pong;
+}
+
+awaitable<std::optional<Bytes>> V5Service::talk_req(Node node, Bytes protocol, Bytes payload) {
+    auto p = make_pending(node, v5::TalkReq{new_request_id(), std::move(protocol), std::move(payload)});
+    p->reply_type = v5::MessageType::kTalkResp;
+    std::optional<Bytes> response;
+    p->match = [&response](const v5::Message& m, bool& done) {
+        response = std::get<v5::TalkResp>(m).response;
+        done = true;
+    };
+    if (!co_await request(p)) co_return std::nullopt;
+    co_return response;
+}
+
+std::optional<Node> V5Service::verified_node(ByteView rlp, const Node& from,
+                                             const std::vector<unsigned>& distances) const {
+    auto record = Enr::decode(rlp);
+    if (!record) return std::nullopt;
+    const auto d = static_cast<unsigned>(log_distance(record->node_id(), from.id));
+    if (std::find(distances.begin(), distances.end(), d) == distances.end()) return std::nullopt;
+    auto n = Node::from_enr(*record);
+    if (!n || is_unroutable(n->ip) || !relay_allowed(from.ip, n->ip)) return std::nullopt;
+    if (n->udp <= 1024 && !config_.allow_low_ports) return std::nullopt;
+    return n;
+}
+
+awaitable<std::optional<std::vector<Node>>> V5Service::find_node(Node node, std::vector<unsigned> distances) {
+    v5::FindNode f{new_request_id(), {}};
+    for (unsigned d : distances) f.distances.push_back(d);
+    auto p = make_pending(node, std::move(f));
+    p->reply_type = v5::MessageType::kNodes;
+    std::vector<Node> found;
+    std::unordered_set<NodeId, NodeIdHash> seen;
+    size_t received = 0;
+    size_t expected = 1;
+    p->match = [&](const v5::Message& m, bool& done) {
+        const auto& nodes = std::get<v5::Nodes>(m);
+        if (received == 0) expected = nodes.expected_packets();  // at most 5, whatever `total` says
+        ++received;
+        for (const Bytes& rlp : nodes.records) {
+            auto n = verified_node(rlp, node, distances);
+            if (n && seen.insert(n->id).second) found.push_back(std::move(*n));
+        }
+        done = received >= expected;
+    };
+    const bool complete = co_await request(p);
+    // Fewer packets than announced is still an answer.
+    if (!complete && received == 0) co_return std::nullopt;
+    co_return found;
+}
+
+void V5Service::add_node(const Node& n, uint32_t checks) {
+    if (n.id == table_.self() || !n.enr) return;
+    const auto now = Clock::now();
+    // A node already in the table that answered again: one more liveness check passed.
+    if (table_.add(n, now, checks) == Table::AddResult::kUpdated && checks > 0) table_.revalidated(n.id, true, now);
+    stats_.table_size = table_.size();
+}
+
+awaitable<std::vector<Node>> V5Service::lookup(NodeId target) {
+    std::vector<Node> seeds = table_.closest(target, kLookupResults);
+    if (seeds.empty()) seeds = config_.bootnodes;
+    LookupHooks hooks;
+    hooks.query = [self = shared_from_this(), target](Node n) {
+        const auto distances = lookup_distances(target, n.id);
+        return self->find_node(std::move(n), distances);
+    };
+    hooks.on_found = [self = shared_from_this()](const Node& n) { self->add_node(n, 0); };  // unverified
+    hooks.stopped = [self = shared_from_this()] { return self->stopped_; };
+    auto result = co_await iterative_lookup(io_, table_.self(), target, seeds, std::move(hooks));
+    ++stats_.lookups;
+    co_return result;
+}
+
+awaitable<void> V5Service::refresh() {
+    for (const auto& n : config_.bootnodes) add_node(n, 0);
+    co_await lookup(id());
+    for (int i = 0; i < 3 && !stopped_; ++i) {
+        NodeId random;
+        for (auto& b : random) b = static_cast<uint8_t>(rng_());
+        co_await lookup(random);
+    }
+    init_done_ = true;
+    stats_.table_size = table_.size();
+}
+
+awaitable<void> V5Service::refresh_loop() {
+    while (!stopped_) {
+        co_await refresh();
+        if (stopped_) break;
+        refresh_timer_.expires_after(refresh_delay(config_.refresh_interval, rng_));
+        co_await refresh_timer_.async_wait(kTuple);
+    }
+}
+
+awaitable<void> V5Service::revalidate_loop() {
+    while (!stopped_) {
+        revalidate_timer_.expires_after(config_.revalidate_interval);
+        co_await revalidate_timer_.async_wait(kTuple);
+        if (stopped_) break;
+        const auto n = table_.next_to_revalidate();
+        if (!n) continue;
+        // An answer counts as a liveness check (request() adds it); a miss is counted here.
+        auto pong = co_await ping(*n);
+        if (stopped_) break;
+        if (!pong) {
+            table_.revalidated(n->id, false, Clock::now());
+            stats_.table_size = table_.size();
+            continue;
+        }
+        const Table::Entry* e = table_.find(n->id);
+        if (!e || !e->node.enr || e->node.enr->seq() >= pong->enr_seq) continue;
+        // A newer record: distance 0 is the node's own. (The vector is made outside the co_await:
+        // GCC cannot put an initializer list's array into a coroutine frame.)
+        std::vector<unsigned> own(1, 0);
+        auto records = co_await find_node(*n, std::move(own));
+        if (stopped_) break;
+        if (records) {
+            for (const Node& updated : *records) {
+                if (updated.id == n->id) add_node(updated, 0);
+            }
+        }
+    }
+}
+
+void share_socket(const std::shared_ptr<V4Service>& v4, const std::shared_ptr<V5Service>& v5) {
+    v4->on_unhandled = [weak = std::weak_ptr<V5Service>(v5)](ByteView datagram, const udp::endpoint& from) {
+        if (auto s = weak.lock()) s->handle(datagram, from);
+    };
+    v5->set_send([weak = std::weak_ptr<V4Service>(v4)](const udp::endpoint& to, ByteView datagram) {
+        if (auto s = weak.lock()) s->send_raw(to, datagram);
+    });
+}
+
+}  // namespace headerd::disc
