@@ -291,8 +291,8 @@ reverse = true
 TEST_F(StartWithConfigTest, TopLevelJsonIsRefusedForEveryRealCommandAndTablesKeepTheirMeaning) {
     const auto specs = command_specs();
     const std::string expected =
-        ": key 'json' is a flag (true or false) to inspect but takes FILE to load and report: set it in [inspect], "
-        "[load] or [report], not at the top level";
+        ": key 'json' is a flag (true or false) to inspect but takes FILE to discover, load and report: set it in "
+        "[discover], [inspect], [load] or [report], not at the top level";
     for (const char* text : {"json = true\n", "json = \"r.json\"\n"}) {
         const std::string path = write(text);
         for (const CommandSpec& spec : specs) {
