@@ -63,9 +63,12 @@ std::vector<p2p::Enode> Crawler::candidates(size_t limit, const std::set<disc::N
     for (const auto& [id, f] : found_) {
         if (out.size() >= limit) break;
         if (f.compatibility != "yes" || exclude.count(id) != 0) continue;
-        auto node = disc::Node::from_enr(*f.record);  // the record's address, not the one we heard
-        if (!node || node->tcp == 0) continue;
-        out.push_back(p2p::Enode{node->key, node->ip.to_string(), node->tcp, node->udp});
+        // The record's address; a record without one (a node listening on 0.0.0.0 without
+        // --nat extip) is reached where we heard it from, at the record's TCP port.
+        disc::Node node = disc::Node::from_enr(*f.record).value_or(f.node);
+        if (!f.record->ip() && !f.record->ip6()) node.tcp = f.record->tcp().value_or(0);
+        if (node.tcp == 0) continue;
+        out.push_back(p2p::Enode{node.key, node.ip.to_string(), node.tcp, node.udp});
     }
     return out;
 }

@@ -175,7 +175,8 @@ int cmd_serve(int argc, char** argv) {
         return fail("--follow-discovered needs discovery: --discovery v4 or --bootnodes LIST");
     }
     if (follow.peers.size() + *follow_discovered == 1) {
-        return fail("--follow needs at least two peers: a head is adopted only when two or more agree on it");
+        return fail(fmt::format("{} needs at least two peers: a head is adopted only when two or more agree on it",
+                                follow.peers.empty() ? "--follow-discovered" : "--follow"));
     }
     const bool following = !follow.peers.empty() || *follow_discovered > 0;
     auto follow_interval = parse_seconds("follow-interval", args->get_or("follow-interval", "12"));
