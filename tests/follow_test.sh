@@ -13,18 +13,6 @@ HASH_8191=0xa6860fefa339c963e1bb622526cc8dd4344eedd2a9b969e74de5cccc445fbed4
 
 source "$(dirname "$0")/node_lib.sh"
 
-# head_of PORT -> the follower's head number, from its metrics.
-head_of() { metric "$1" headerd_chain_head_number | cut -d. -f1 | sed 's/e+0*/e/' | python3 -c 'import sys; print(int(float(sys.stdin.read() or -1)))'; }
-# wait_head PORT N SECONDS NAME: the follower NAME's head reaches N within SECONDS.
-wait_head() {
-    local i
-    for i in $(seq $(($3 * 10))); do
-        [ "$(head_of "$1")" = "$2" ] && return 0
-        sleep 0.1
-    done
-    fail "follower head is $(head_of "$1"), not $2, after $3 s; log: $(tail -5 "$WORK/$4.log")"
-}
-
 # handshakes NAME -> "W S A": sessions the follower NAME dialled to watch its peers, sessions its
 # downloads dialled, and the downloads it ran (heads adopted or refused), from its log.
 handshakes() {

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Helpers of the shell tests that run `headerd serve` nodes on loopback. Source it after lib.sh
-# (it uses HEADERD, WORK and fail) and prom_http.sh (metric uses http_body). It sets an EXIT trap
-# that stops the nodes; a test that needs more at exit sets its own after sourcing it.
+# (it uses HEADERD, WORK and fail) and prom_http.sh (metric, head_of and wait_head use http_body).
+# It sets an EXIT trap that stops the nodes; a test that needs more at exit sets its own after
+# sourcing it.
 
 declare -A PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"' EXIT
@@ -42,4 +43,14 @@ metric() { http_body "$1" /metrics | awk -v n="$2" '$1 == n { print $2 }'; }
 hash_at() {
     "$HEADERD" get --peer "$1" --origin "$2" --amount 1 --format json --timeout 5 2>/dev/null |
         grep -o '"hash":"0x[0-9a-f]*"' | cut -d'"' -f4
+}
+# head_of PORT -> the follower's head number, from its metrics.
+head_of() { metric "$1" headerd_chain_head_number | cut -d. -f1 | sed 's/e+0*/e/' | python3 -c 'import sys; print(int(float(sys.stdin.read() or -1)))'; }
+# wait_head PORT N SECONDS NAME: the follower NAME's head reaches N within SECONDS.
+wait_head() {
+    for _ in $(seq $(($3 * 10))); do
+        [ "$(head_of "$1")" = "$2" ] && return 0
+        sleep 0.1
+    done
+    fail "follower head is $(head_of "$1"), not $2, after $3 s; log: $(tail -5 "$WORK/$4.log")"
 }
