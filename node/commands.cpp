@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
+#include <fstream>
 #include <vector>
 
 #include <fmt/format.h>
@@ -11,6 +13,7 @@
 
 #include "core/forkid.hpp"
 #include "core/hex.hpp"
+#include "disc/enr.hpp"
 #include "db/chain_db.hpp"
 #include "db/import.hpp"
 #include "node/cli.hpp"
@@ -167,6 +170,15 @@ int cmd_inspect(int argc, char** argv) {
         o["fork_id"] = nullptr;
     }
     o["bytes"] = boost::json::object{{"ancient", st.ancient_bytes}, {"leveldb", st.leveldb_bytes}};
+    // The node record serve signed last (DATADIR/enr), when there is a valid one.
+    std::optional<disc::Enr> record;
+    if (std::ifstream in(std::filesystem::path(db.datadir()) / "enr"); in) {
+        std::string text;
+        std::getline(in, text);
+        if (auto r = disc::Enr::from_text(text)) record = *r;
+    }
+    o["enr"] = record ? boost::json::value(record->text()) : boost::json::value(nullptr);
+    o["enr_seq"] = record ? boost::json::value(record->seq()) : boost::json::value(nullptr);
 
     if (args->has("json")) {
         std::cout << boost::json::serialize(o) << "\n";
@@ -187,6 +199,7 @@ int cmd_inspect(int argc, char** argv) {
                              st.ancient_items == 0 ? std::string("-") : std::to_string(st.ancient_items - 1),
                              st.ancient_bytes)
               << fmt::format("LevelDB headers   {}, {} bytes\n", st.kv_headers, st.leveldb_bytes);
+    if (record) std::cout << fmt::format("node record       seq {} {}\n", record->seq(), record->text());
     return kExitOk;
 }
 
