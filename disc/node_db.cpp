@@ -58,11 +58,7 @@ Outcome<NodeDb> NodeDb::open(std::string path, NodeDbConfig config) {
         std::istringstream fields(line);
         std::string kind;
         fields >> kind;
-        if (kind == "local-seq") {
-            if (!(fields >> db.local_seq_)) return bad("local-seq needs a number");
-            continue;
-        }
-        if (kind != "node") return bad("expected 'node' or 'local-seq'");
+        if (kind != "node") return bad("expected 'node'");
         std::string url, pong_ip, ping_ip;
         int64_t pong = 0, ping = 0, seen = 0;
         uint32_t fails = 0;
@@ -78,6 +74,11 @@ Outcome<NodeDb> NodeDb::open(std::string path, NodeDbConfig config) {
 }
 
 NodeDb::Record& NodeDb::record_for(const Node& node) {
+    // A flood of pings from new ids must not grow the database between saves: past a tenth over
+    // the bound, expire now (at most every max_nodes / 10 new nodes).
+    if (records_.size() > config_.max_nodes + config_.max_nodes / 10 && records_.find(node.id) == records_.end()) {
+        expire(WallClock::now());
+    }
     auto [it, inserted] = records_.try_emplace(node.id, Record{node, {}, {}, {}, {}, 0, {}});
     return it->second;
 }
@@ -155,7 +156,7 @@ Outcome<void> NodeDb::save(WallClock::time_point now) {
     expire(now);
     if (path_.empty()) return {};
     std::string out(kHeader);
-    out += fmt::format("\nlocal-seq {}\n", local_seq_);
+    out += '\n';
     for (const auto& [id, r] : records_) {
         const std::string url = r.node.enr ? r.node.enr->text() : r.node.enode();
         out += fmt::format("node {} {} {} {} {} {} {}\n", url, ip_text(r.pong_ip), seconds(r.last_pong),

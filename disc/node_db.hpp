@@ -5,8 +5,9 @@
 // each node's address and record, when it last answered our ping (the endpoint proof, tied to the
 // IP it answered from), when it last pinged us, and how many FindNode requests in a row it failed.
 // Bounded: nodes not seen for max_age are dropped, and past max_nodes the least recently seen go
-// first. The file is text, one node per line, written whole and renamed into place, so a crash
-// leaves the old file or the new one. See docs/discovery.md ("Node database").
+// first (checked at every save, and as soon as new nodes pass the bound by a tenth). The file is text, one node per
+// line, written whole and renamed into place, so a crash leaves the old file or the new one. See docs/discovery.md
+// ("Node database").
 //
 // Single-threaded: the discovery service owns it.
 
@@ -68,10 +69,6 @@ class NodeDb {
     void expire(WallClock::time_point now);
     size_t size() const noexcept { return records_.size(); }
 
-    // The sequence number of our own record, so a restart never signs a lower one.
-    uint64_t local_seq() const noexcept { return local_seq_; }
-    void set_local_seq(uint64_t seq) noexcept { local_seq_ = seq; }
-
     // Writes the file (when opened with a path). Expires first.
     Outcome<void> save(WallClock::time_point now);
 
@@ -84,7 +81,6 @@ class NodeDb {
     NodeDbConfig config_;
     std::string path_;
     std::unordered_map<NodeId, Record, IdHash> records_;
-    uint64_t local_seq_{0};
 };
 
 }  // namespace headerd::disc

@@ -1,6 +1,5 @@
-// The node database: what it saves comes back (records, enode-only nodes, proof times per IP,
-// our own seq), seeds are the recently proven nodes, age and size bounds hold, and a damaged file
-// is an error naming it and its line, left as it was.
+// The node database: what it saves comes back (records, enode-only nodes, proof times per IP), seeds are the recently
+// proven nodes, age and size bounds hold, and a damaged file is an error naming it and its line, left as it was.
 
 #include "disc/node_db.hpp"
 
@@ -52,12 +51,10 @@ TEST_F(NodeDbTest, SavesAndLoadsEverything) {
         db.set_last_pong(with_record, with_record.ip, now - 10s);
         db.set_last_ping(plain, plain.ip, now - 20s);
         db.set_findnode_failures(plain.id, 3);
-        db.set_local_seq(42);
         ASSERT_TRUE(db.save(now));
     }
     auto db = NodeDb::open(path_).value();
     EXPECT_EQ(db.size(), 2u);
-    EXPECT_EQ(db.local_seq(), 42u);
     const auto* r = db.find(with_record.id);
     ASSERT_NE(r, nullptr);
     ASSERT_TRUE(r->node.enr);
@@ -100,6 +97,12 @@ TEST_F(NodeDbTest, ExpiresByAgeAndSize) {
     }
     db.expire(now);
     EXPECT_EQ(db.size(), 5u);
+    // New nodes beyond the bound by a tenth expire the oldest at once, without a save.
+    NodeDbConfig big;
+    big.max_nodes = 100;
+    NodeDb flooded(big);
+    for (int i = 0; i < 1000; ++i) flooded.seen(enode_node(static_cast<uint16_t>(3000 + i)), now);
+    EXPECT_LE(flooded.size(), 111u);
     EXPECT_EQ(db.find(stale.id), nullptr);
     EXPECT_EQ(db.find(nodes[0].id), nullptr);  // the least recently seen go first
     EXPECT_NE(db.find(nodes[7].id), nullptr);
@@ -109,7 +112,6 @@ TEST_F(NodeDbTest, DamagedFileIsAnErrorAndLeftAlone) {
     const std::pair<std::string, std::string> cases[] = {
         {"not a header\n", "line 1"},
         {"# headerd node database v1\nnode enode://zz 127.0.0.1 0 - 0 0 0\n", "line 2"},
-        {"# headerd node database v1\nlocal-seq x\n", "local-seq needs a number"},
         {"# headerd node database v1\nnode\n", "missing fields"},
         {"# headerd node database v1\nother 1\n", "expected 'node'"},
     };
