@@ -21,6 +21,8 @@ namespace headerd::disc {
 // geth: alpha queries at a time, bucketSize results.
 inline constexpr size_t kLookupAlpha = 3;
 inline constexpr size_t kLookupResults = 16;
+// Nodes in an answer to FindNode (discv4) or FINDNODE (discv5): geth's bucketSize, as a lookup keeps.
+inline constexpr size_t kFindNodeResults = kLookupResults;
 
 // For unordered containers of node ids (uniformly random bits: the first 8 bytes will do).
 struct NodeIdHash {

@@ -18,8 +18,7 @@ namespace {
 namespace asio = boost::asio;
 using asio::awaitable;
 
-// geth: bucketSize answers per FindNode, seedCount nodes from the database at a refresh.
-constexpr size_t kFindNodeResults = kLookupResults;
+// geth: seedCount nodes from the database at a refresh.
 constexpr size_t kSeedCount = 30;
 
 uint64_t unix_now() {

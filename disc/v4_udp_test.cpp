@@ -17,7 +17,7 @@
 #include "core/keccak.hpp"
 #include "disc/udp_test_util.hpp"
 
-namespace headerd::disc {
+namespace headerd::disc::v4_udp_test {
 namespace {
 
 namespace asio = boost::asio;
@@ -268,4 +268,4 @@ TEST(V4Service, RestartRejoinsFromTheNodeDatabase) {
 }
 
 }  // namespace
-}  // namespace headerd::disc
+}  // namespace headerd::disc::v4_udp_test

@@ -17,7 +17,7 @@ namespace headerd::disc::v4 {
 namespace {
 
 using boost::asio::ip::make_address;
-using test::hex;
+using ::headerd::test::hex;
 
 constexpr std::string_view kTestKey = "b71c71a67e1177ad4e901695e1b4b9ee17ae16c6668d313eac2f96dbcda3f291";
 

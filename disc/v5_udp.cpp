@@ -22,7 +22,6 @@ using udp = asio::ip::udp;
 
 // geth: bucketSize records per FINDNODE answer, lookupRequestLimit distances per lookup query,
 // and the ~1000 bytes of records one NODES packet carries.
-constexpr size_t kFindNodeResults = kLookupResults;
 constexpr size_t kLookupDistances = 3;
 constexpr size_t kNodesRecordBytes = 1000;
 constexpr unsigned kMaxDistance = 256;
