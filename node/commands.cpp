@@ -2,9 +2,9 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
-#include <fstream>
 #include <vector>
 
 #include <fmt/format.h>
@@ -13,9 +13,9 @@
 
 #include "core/forkid.hpp"
 #include "core/hex.hpp"
-#include "disc/enr.hpp"
 #include "db/chain_db.hpp"
 #include "db/import.hpp"
+#include "disc/enr.hpp"
 #include "node/cli.hpp"
 #include "node/common.hpp"
 #include "node/logging.hpp"
