@@ -244,7 +244,6 @@ int cmd_serve(int argc, char** argv) {
     const tcp::endpoint bound = server.local_endpoint();
     const std::string enode = p2p::enode_url(key->public_key(), bound.address().to_string(), bound.port());
     const std::string enode_path = (std::filesystem::path(datadir) / "enode").string();
-    if (auto r = p2p::write_file_atomic(enode_path, enode + "\n", 0644); !r) return fail(r.error().message);
 
     // Our node record (DATADIR/enr): the advertised address, the ports and the eth fork id of the
     // stored head; re-signed with a higher seq when the head passes a fork.
@@ -279,6 +278,10 @@ int cmd_serve(int argc, char** argv) {
         spdlog::info("Metrics enabled                          url=http://{}:{}/metrics", at.address().to_string(),
                      at.port());
     }
+
+    // DATADIR/enode last: scripts wait for it, and everything the start writes (DATADIR/enr) is
+    // in place by then.
+    if (auto r = p2p::write_file_atomic(enode_path, enode + "\n", 0644); !r) return fail(r.error().message);
 
     // The only writer of the datadir while serving; stopped before the server. With
     // --follow-discovered it starts once discovery has found its peers.
