@@ -49,6 +49,7 @@
 #include "disc/enr.hpp"
 #include "disc/node_db.hpp"
 #include "disc/table.hpp"
+#include "disc/v4_udp.hpp"
 #include "disc/v4wire.hpp"
 #include "disc/v5wire.hpp"
 #include "p2p/rlpx/secp256k1.hpp"
@@ -236,19 +237,12 @@ void v4_find_node(benchmark::State& state) {
         std::vector<Node> closest = table.closest(keccak256(f.target), 16);
         std::erase_if(closest, [&](const Node& n) { return !relay_allowed(kLoopback, n.ip); });
         answered += closest.size();
-        size_t sent = 0;
-        do {
-            v4::Neighbors reply;
-            reply.expiration = expiration();
-            for (; sent < closest.size() && reply.nodes.size() < v4::kMaxNeighbors; ++sent) {
-                const Node& n = closest[sent];
-                reply.nodes.push_back({{n.ip, n.udp, n.tcp}, n.key.bytes()});
-            }
+        for (const auto& reply : neighbors_packets(closest, expiration())) {
             auto e = v4::encode(server, reply);
             if (!e || e->datagram.size() > v4::kMaxPacketSize) state.SkipWithError("encode failed");
             benchmark::DoNotOptimize(e);
             ++out_packets;
-        } while (sent < closest.size());
+        }
     }
     t.finish(state);
     state.counters["table_nodes"] = static_cast<double>(table.size());

@@ -241,16 +241,21 @@ void V4Service::handle_find_node(const v4::Decoded& d, const v4::FindNode& p, co
     if (!bonded(sender, from.address())) return drop(V4Drop::kUnbonded);  // no amplification
     std::vector<Node> closest = table_.closest(id_of(p.target), kFindNodeResults);
     std::erase_if(closest, [&](const Node& n) { return !relay_allowed(from.address(), n.ip); });
+    for (const auto& reply : neighbors_packets(closest, expiration())) send(from, reply);
+}
+
+std::vector<v4::Neighbors> neighbors_packets(std::span<const Node> nodes, uint64_t expiration) {
+    std::vector<v4::Neighbors> out;
     size_t sent = 0;
     do {
-        v4::Neighbors reply;
-        reply.expiration = expiration();
-        for (; sent < closest.size() && reply.nodes.size() < v4::kMaxNeighbors; ++sent) {
-            const Node& n = closest[sent];
+        v4::Neighbors& reply = out.emplace_back();
+        reply.expiration = expiration;
+        for (; sent < nodes.size() && reply.nodes.size() < v4::kMaxNeighbors; ++sent) {
+            const Node& n = nodes[sent];
             reply.nodes.push_back({{n.ip, n.udp, n.tcp}, n.key.bytes()});
         }
-        send(from, reply);
-    } while (sent < closest.size());
+    } while (sent < nodes.size());
+    return out;
 }
 
 void V4Service::handle_enr_request(const v4::Decoded& d, const udp::endpoint& from) {

@@ -30,6 +30,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <span>
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
@@ -170,5 +171,9 @@ class V4Service : public std::enable_shared_from_this<V4Service> {
     bool init_done_{false};
     bool stopped_{false};
 };
+
+// A FindNode answer: `nodes` in Neighbors packets of at most kMaxNeighbors each, and one empty
+// packet when there are none (so the asker stops waiting).
+std::vector<v4::Neighbors> neighbors_packets(std::span<const Node> nodes, uint64_t expiration);
 
 }  // namespace headerd::disc

@@ -24,6 +24,8 @@ namespace asio = boost::asio;
 using asio::ip::udp;
 using namespace std::chrono_literals;
 
+rlpx::PublicKey fresh_key() { return rlpx::PrivateKey::generate().value().public_key(); }
+
 V4Config fast_config() {
     V4Config c;
     c.response_timeout = 300ms;
@@ -53,6 +55,20 @@ struct TestNode {
 
 using test::run;
 using test::run_until;
+
+TEST(V4Service, NeighborsPacketsSplitAtTwelveAndAnswerEmptyOnce) {
+    EXPECT_EQ(neighbors_packets({}, 7).size(), 1u);  // an empty answer still ends the asker's wait
+    EXPECT_TRUE(neighbors_packets({}, 7)[0].nodes.empty());
+    std::vector<Node> nodes;
+    for (uint16_t i = 0; i < 16; ++i)
+        nodes.push_back(Node::from_key(fresh_key(), asio::ip::make_address("127.0.0.1"), 2000 + i, 2000 + i));
+    const auto packets = neighbors_packets(nodes, 7);
+    ASSERT_EQ(packets.size(), 2u);
+    EXPECT_EQ(packets[0].nodes.size(), v4::kMaxNeighbors);
+    EXPECT_EQ(packets[1].nodes.size(), 4u);
+    EXPECT_EQ(packets[1].nodes[3].endpoint.udp, 2015);
+    EXPECT_EQ(packets[0].expiration, 7u);
+}
 
 TEST(V4Service, PingPongAndEnrRequest) {
     asio::io_context io;
