@@ -42,6 +42,8 @@ const char* to_string(V4Drop d) noexcept {
             return "unsolicited";
         case V4Drop::kUnbonded:
             return "unbonded";
+        case V4Drop::kRateLimited:
+            return "rate-limited";
         case V4Drop::kCount_:
             break;
     }
@@ -71,6 +73,7 @@ V4Service::V4Service(asio::io_context& io, const rlpx::PrivateKey& key, Enr reco
       socket_(io),
       revalidate_timer_(io),
       refresh_timer_(io),
+      limiter_(config_.rate_limit),
       rng_(std::random_device{}()) {}
 
 V4Service::~V4Service() { stop(); }
@@ -172,7 +175,15 @@ void V4Service::handle(ByteView datagram, const udp::endpoint& from) {
         drop(V4Drop::kTooBig);
         return;
     }
-    auto decoded = v4::decode(datagram);
+    auto frame = v4::frame(datagram);
+    if (frame) {
+        // The cheap checks first: what fails them is dropped without recovering its signer.
+        const bool reply = frame->type == v4::PacketType::kPong || frame->type == v4::PacketType::kNeighbors ||
+                           frame->type == v4::PacketType::kEnrResponse;
+        if (reply && !awaiting(frame->type, from.address())) return drop(V4Drop::kUnsolicited);
+        if (!reply && !limiter_.allow(from.address(), Clock::now())) return drop(V4Drop::kRateLimited);
+    }
+    auto decoded = frame ? v4::decode(datagram, *frame) : Result<v4::Decoded>(frame.error());
     if (!decoded) {
         if (on_unhandled) {
             on_unhandled(datagram, from);
@@ -261,6 +272,10 @@ std::vector<v4::Neighbors> neighbors_packets(std::span<const Node> nodes, uint64
 void V4Service::handle_enr_request(const v4::Decoded& d, const udp::endpoint& from) {
     if (!bonded(d.sender.node_id(), from.address())) return drop(V4Drop::kUnbonded);
     send(from, v4::EnrResponse{d.hash, record_});
+}
+
+bool V4Service::awaiting(v4::PacketType reply, const boost::asio::ip::address& ip) const {
+    return std::ranges::any_of(pending_, [&](const auto& p) { return !p->done && p->type == reply && p->ip == ip; });
 }
 
 bool V4Service::handle_reply(const v4::Decoded& d, const udp::endpoint& from) {

@@ -12,6 +12,9 @@
 // - Replies count only when they answer a request we sent to that node id and IP (Pong by the
 //   ping's hash, ENRResponse by the request's hash); anything else is dropped as unsolicited.
 // - Packets whose expiration has passed are dropped; at most max_pending requests wait at once.
+// - The signer of a packet (a secp256k1 recovery) is found only when the packet could matter: a
+//   reply only when a request of its type to that IP is waiting, a request only within the rate
+//   limits of disc/rate_limit.hpp. A flood of junk, signed or not, then costs little CPU.
 // - Nodes others tell us about pass geth's relay rule (no loopback or LAN nodes from the outside)
 //   and have a UDP port above 1024.
 // Datagrams that are not discv4 go to on_unhandled (the discv5 service shares the socket, as in
@@ -40,6 +43,7 @@
 
 #include "core/result.hpp"
 #include "disc/node_db.hpp"
+#include "disc/rate_limit.hpp"
 #include "disc/table.hpp"
 #include "disc/v4wire.hpp"
 
@@ -57,6 +61,7 @@ struct V4Config {
     uint32_t max_findnode_failures = 5;                   // geth: maxFindnodeFailures
     bool allow_low_ports = false;                         // geth refuses relayed nodes on UDP <= 1024
     size_t max_pending = 1024;                            // requests waiting for replies at once
+    RateLimitConfig rate_limit;                           // Ping, FindNode, ENRRequest per source
     TableConfig table;
 };
 
@@ -67,6 +72,7 @@ enum class V4Drop : uint8_t {
     kExpired,          // its expiration has passed
     kUnsolicited,      // a reply to nothing we asked that node
     kUnbonded,         // FindNode or ENRRequest without an endpoint proof
+    kRateLimited,      // a request over its source's or the global rate, dropped before its signature check
     kCount_,
 };
 const char* to_string(V4Drop d) noexcept;
@@ -142,6 +148,8 @@ class V4Service : public std::enable_shared_from_this<V4Service> {
     void handle_find_node(const v4::Decoded& d, const v4::FindNode& p, const udp::endpoint& from);
     void handle_enr_request(const v4::Decoded& d, const udp::endpoint& from);
     bool handle_reply(const v4::Decoded& d, const udp::endpoint& from);
+    // Whether a request whose reply has this type waits for an answer from ip.
+    bool awaiting(v4::PacketType reply, const boost::asio::ip::address& ip) const;
     bool bonded(const NodeId& id, const boost::asio::ip::address& ip) const;
     boost::asio::awaitable<void> ensure_bond(const Node& node);
     std::optional<Hash32> send(const udp::endpoint& to, const v4::Packet& packet);
@@ -166,6 +174,7 @@ class V4Service : public std::enable_shared_from_this<V4Service> {
     boost::asio::steady_timer revalidate_timer_;
     boost::asio::steady_timer refresh_timer_;
     std::list<std::shared_ptr<Pending>> pending_;
+    RateLimiter limiter_;
     V4Stats stats_;
     std::mt19937_64 rng_;
     bool init_done_{false};

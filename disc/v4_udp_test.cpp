@@ -231,6 +231,55 @@ TEST(V4Service, DropsUnsolicitedExpiredAndOversizedPackets) {
     EXPECT_EQ(server.service->table().size(), 0u);
 }
 
+// A datagram of `type` with a right hash and a signature no key recovers from: what the service
+// does with it shows whether it tried to recover the signer (a failed recovery is "undecodable").
+Bytes unsigned_datagram(v4::PacketType type) {
+    Bytes d(v4::kHeaderSize + 2, 0);
+    d[v4::kHeaderSize] = static_cast<uint8_t>(type);
+    d[v4::kHeaderSize + 1] = 0xc0;
+    const Hash32 h = keccak256(ByteView{d}.subspan(32));
+    std::copy(h.begin(), h.end(), d.begin());
+    return d;
+}
+
+TEST(V4Service, JunkIsDroppedBeforeItsSignatureCheckAndRequestsAreRateLimited) {
+    asio::io_context io;
+    V4Config config = fast_config();
+    config.rate_limit = {.per_ip_rate = 1, .per_ip_burst = 5, .global_rate = 1000, .global_burst = 1000};
+    TestNode server(io, config);
+    server.service->start();
+    RawPeer raw(io);
+    const udp::endpoint to(server.node().ip, server.node().udp);
+    const auto& s = server.service->stats();
+    const auto dropped = [&](V4Drop why) { return s.dropped[static_cast<size_t>(why)].load(); };
+
+    // Replies to nothing asked of that address go before the signer is looked for.
+    for (auto type : {v4::PacketType::kPong, v4::PacketType::kNeighbors, v4::PacketType::kEnrResponse}) {
+        raw.socket.send_to(asio::buffer(unsigned_datagram(type)), to);
+    }
+    raw.receive(io, 100ms);
+    EXPECT_EQ(dropped(V4Drop::kUnsolicited), 3u);
+    EXPECT_EQ(dropped(V4Drop::kUndecodable), 0u);
+
+    // Twenty signed Pings at once from one address: its burst of five is answered, the rest dropped
+    // unread, and so is one more that would not even verify (it is not counted undecodable).
+    for (int i = 0; i < 20; ++i) {
+        raw.send(server.node(), v4::Ping{4,
+                                         {asio::ip::make_address("127.0.0.1"), raw.port(), 0},
+                                         {server.node().ip, server.node().udp, 0},
+                                         in_a_minute(),
+                                         {}});
+    }
+    const auto got = raw.receive(io, 300ms);
+    EXPECT_EQ(count_type(got, v4::PacketType::kPong), 5u);
+    EXPECT_EQ(dropped(V4Drop::kRateLimited), 15u);
+    EXPECT_EQ(s.packets_in[static_cast<size_t>(v4::PacketType::kPing)], 5u);
+    raw.socket.send_to(asio::buffer(unsigned_datagram(v4::PacketType::kPing)), to);
+    raw.receive(io, 100ms);
+    EXPECT_EQ(dropped(V4Drop::kRateLimited), 16u);
+    EXPECT_EQ(dropped(V4Drop::kUndecodable), 0u);
+}
+
 // stop() while the first refresh is still looking up (its bootnode never answers) must end every
 // loop at once: the refresh timer must not be armed after stop() cancelled it, or the io_context (a
 // stopping serve or discover) keeps running until the next refresh is due (here 30 min).

@@ -262,20 +262,32 @@ const char* type_name(PacketType t) noexcept {
     return "unknown";
 }
 
-Result<Decoded> decode(ByteView datagram) noexcept {
+Result<Frame> frame(ByteView datagram) noexcept {
     if (datagram.size() < kHeaderSize + 1) return WireError::kTooSmall;
     if (datagram.size() > kMaxPacketSize) return WireError::kTooBig;
-    const Hash32 hash = keccak256(datagram.subspan(32));
-    if (std::memcmp(hash.data(), datagram.data(), hash.size()) != 0) return WireError::kBadHash;
+    Frame f;
+    f.hash = keccak256(datagram.subspan(32));
+    if (std::memcmp(f.hash.data(), datagram.data(), f.hash.size()) != 0) return WireError::kBadHash;
+    const uint8_t type = datagram[kHeaderSize];
+    if (type < 1 || type > 6) return WireError::kUnknownType;
+    f.type = static_cast<PacketType>(type);
+    return f;
+}
+
+Result<Decoded> decode(ByteView datagram, const Frame& f) noexcept {
     const ByteView signature = datagram.subspan(32, rlpx::kSignatureSize);
     const ByteView signed_part = datagram.subspan(kHeaderSize);
     auto sender = rlpx::recover(signature, keccak256(signed_part));
     if (!sender) return WireError::kBadSignature;
-    const uint8_t type = signed_part[0];
-    if (type < 1 || type > 6) return WireError::kUnknownType;
-    auto packet = decode_data(static_cast<PacketType>(type), signed_part.subspan(1));
+    auto packet = decode_data(f.type, signed_part.subspan(1));
     if (!packet) return packet.error();
-    return Decoded{std::move(*packet), *sender, hash};
+    return Decoded{std::move(*packet), *sender, f.hash};
+}
+
+Result<Decoded> decode(ByteView datagram) noexcept {
+    auto f = frame(datagram);
+    if (!f) return f.error();
+    return decode(datagram, *f);
 }
 
 Result<Encoded> encode(const rlpx::PrivateKey& key, const Packet& packet) {

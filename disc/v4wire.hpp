@@ -122,7 +122,17 @@ struct Decoded {
     Hash32 hash{};  // the packet's hash: what a Pong or ENRResponse echoes
 };
 
-// Checks size, hash and signature, then decodes the data of the packet's type.
+// What a datagram shows before its signer is recovered: size, hash and type are checked (a hash
+// and a byte: cheap), the signature is not (a secp256k1 recovery: the costly part of a packet).
+struct Frame {
+    PacketType type{};
+    Hash32 hash{};
+};
+Result<Frame> frame(ByteView datagram) noexcept;
+
+// Recovers the signer of a datagram frame() accepted and decodes the data of its type.
+Result<Decoded> decode(ByteView datagram, const Frame& f) noexcept;
+// frame(), then decode(datagram, frame).
 Result<Decoded> decode(ByteView datagram) noexcept;
 
 struct Encoded {

@@ -38,7 +38,8 @@ struct DiscoverySettings {
     bool enabled() const noexcept { return v4 || v5; }
 };
 
-// --discovery, --bootnodes, --discovery.port, --nat, --discovery.refresh, --discovery.timeout.
+// --discovery, --bootnodes, --discovery.port, --nat, --discovery.refresh, --discovery.timeout,
+// --discovery.ratelimit.
 std::vector<OptionSpec> discovery_options(const std::string& default_mode);
 // The ones of a node that only looks (sync --discover, discover): --bootnodes and the timings.
 std::vector<OptionSpec> discovery_client_options();
