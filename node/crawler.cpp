@@ -36,8 +36,36 @@ void Crawler::start(asio::io_context& io, size_t parallel) {
 }
 
 void Crawler::add(const disc::Node& n) {
-    auto [it, added] = found_.try_emplace(n.id, Found{n, std::nullopt, false, std::nullopt});
+    auto [it, added] = found_.try_emplace(n.id, Found{n, std::nullopt, false, std::nullopt, "discv4"});
     if (added) spdlog::debug("Found node                               enode={}", n.enode());
+}
+
+void Crawler::add_record(const disc::Enr& record, const std::string& found_by) {
+    auto node = disc::Node::from_enr(record);
+    if (!node || node->id == service_->table().self()) return;
+    auto [it, added] = found_.try_emplace(node->id, Found{*node, record, true, std::nullopt, found_by});
+    Found& f = it->second;
+    if (!added) {
+        if (f.record && f.record->seq() >= record.seq()) return;
+        f.node = *node;
+        f.record = record;
+        f.asked = true;
+    }
+    judge(f);
+    spdlog::debug("Found node                               enode={} by={} compatible={}", node->enode(), found_by,
+                  f.compatibility.value_or("unknown"));
+}
+
+Outcome<std::unique_ptr<DnsSource>> start_dns_source(asio::io_context& io, const DiscoverySettings& settings,
+                                                     const std::shared_ptr<Crawler>& crawler) {
+    if (settings.dns_trees.empty()) return std::unique_ptr<DnsSource>();
+    DnsSourceOptions options;
+    options.trees = settings.dns_trees;
+    options.server = settings.dns_server;
+    std::weak_ptr<Crawler> weak = crawler;
+    return DnsSource::start(io, std::move(options), [weak](const disc::Enr& record) {
+        if (auto c = weak.lock()) c->add_record(record, "dns");
+    });
 }
 
 void Crawler::judge(Found& f) const {
@@ -115,8 +143,10 @@ awaitable<void> Crawler::keep_looking() {
     while (!stopping_) {
         disc::v4::NodeKey target;
         for (auto& b : target) b = static_cast<uint8_t>(rng());
-        co_await service_->lookup(target);
-        if (found_.empty()) {  // nobody answered yet: do not spin
+        const auto nodes = co_await service_->lookup(target);
+        // Nobody to ask or nobody answered (an empty table, a DNS-only crawl): a lookup then ends
+        // without waiting for anything, so pause, or the loop would hold the io thread.
+        if (nodes.empty() || service_->table().size() == 0) {
             pause.expires_after(std::chrono::milliseconds(500));
             co_await pause.async_wait(kTuple);
         }
@@ -135,16 +165,24 @@ Outcome<std::vector<p2p::Enode>> discover_peers(asio::io_context& io, const rlpx
     auto crawler = std::make_shared<Crawler>(*service, config, head.number, head.timestamp);
     crawler->start(io);
     for (const auto& b : settings.bootnodes) crawler->add(b);
+    auto dns = start_dns_source(io, settings, crawler);
+    if (!dns) {
+        (*service)->stop();
+        io.run();
+        io.restart();
+        return dns.error();
+    }
     std::set<disc::NodeId> exclude;
     for (const auto& e : known) exclude.insert(e.key.node_id());
-    spdlog::info("Looking for peers                        want={} wait={}s bootnodes={}", want,
-                 std::chrono::duration<double>(wait).count(), settings.bootnodes.size());
+    spdlog::info("Looking for peers                        want={} wait={}s bootnodes={} dns_trees={}", want,
+                 std::chrono::duration<double>(wait).count(), settings.bootnodes.size(), settings.dns_trees.size());
     std::vector<p2p::Enode> found;
     asio::co_spawn(
         io,
         [&, crawler, service = *service]() -> awaitable<void> {
             found = co_await crawler->wait_for(want, wait, exclude);
             crawler->stop();
+            if (*dns) (*dns)->stop();
             service->stop();
         },
         asio::detached);

@@ -1,10 +1,10 @@
 #pragma once
 
-// Finding header servers through discv4: keep running lookups at random targets, ask every node
-// heard of for its record (EIP-868), and judge the record's `eth` fork id against our chain, as geth
-// filters its dial candidates (eth/backend.go: RequestENR, then the fork id filter). `headerd
-// discover` reports everything found; `sync --discover` and `serve --follow-discovered` dial only
-// the compatible ones. A node without a record (or without an eth entry) is never a candidate.
+// Finding header servers through discv4 (and DNS node lists): keep running lookups at random
+// targets, ask every node heard of for its record (EIP-868), and judge the record's `eth` fork id against our chain, as
+// geth filters its dial candidates (eth/backend.go: RequestENR, then the fork id filter). `headerd discover` reports
+// everything found; `sync --discover` and `serve --follow-discovered` dial only the compatible ones. A node without a
+// record (or without an eth entry) is never a candidate.
 
 #include <cstdint>
 #include <map>
@@ -20,6 +20,7 @@
 #include "core/chain_config.hpp"
 #include "db/chain_db.hpp"
 #include "disc/v4_udp.hpp"
+#include "node/dns_source.hpp"
 #include "p2p/node_key.hpp"
 
 namespace headerd::node {
@@ -32,6 +33,7 @@ class Crawler : public std::enable_shared_from_this<Crawler> {
         bool asked{false};
         // "yes" or "no: <why>"; unset without a record or without an eth entry.
         std::optional<std::string> compatibility;
+        std::string found_by{"discv4"};  // or "dns" (a DNS node list, node/dns_source.hpp)
     };
 
     // Judges fork ids as a node at (head_number, head_time) of `config` would.
@@ -43,6 +45,9 @@ class Crawler : public std::enable_shared_from_this<Crawler> {
     void stop() noexcept { stopping_ = true; }
     // A node to ask for its record (the bootnodes; the service reports the others).
     void add(const disc::Node& n);
+    // A node known by its record (from a DNS node list): judged at once, not asked. A record with a
+    // higher seq replaces the one known; one without an IPv4 address and UDP port is left out.
+    void add_record(const disc::Enr& record, const std::string& found_by);
 
     const std::map<disc::NodeId, Found>& found() const noexcept { return found_; }
     size_t records() const noexcept;
@@ -67,6 +72,11 @@ class Crawler : public std::enable_shared_from_this<Crawler> {
 };
 
 struct DiscoverySettings;
+
+// Starts the DNS node lists of `settings` (--discovery.dns) feeding `crawler` on `io`; null when
+// none was named.
+Outcome<std::unique_ptr<DnsSource>> start_dns_source(boost::asio::io_context& io, const DiscoverySettings& settings,
+                                                     const std::shared_ptr<Crawler>& crawler);
 
 // `sync --discover`: runs discovery (with a throwaway identity) on `io` until `want` compatible
 // header servers other than `known` are found or `wait` passed, stops it, and returns them. Logs

@@ -1,6 +1,7 @@
 // `headerd discover`: a discv4 crawler in the manner of geth's `devp2p discv4 crawl`. It asks the
 // bootnodes, then every node it hears of, for nodes near random targets, fetches each node's record
-// (EIP-868) and checks the record's `eth` fork id against our chain.
+// (EIP-868) and checks the record's `eth` fork id against our chain; records from DNS node lists
+// (--discovery.dns) are checked the same way.
 
 #include <chrono>
 #include <functional>
@@ -40,7 +41,7 @@ using Found = Crawler::Found;
 std::string fork_text(const ForkId& id) { return fmt::format("{}/{}", to_hex0x(id.hash), id.next); }
 
 boost::json::object node_json(const Found& f) {
-    boost::json::object o{{"id", to_hex(f.node.id)}, {"enode", f.node.enode()}, {"found_by", "discv4"}};
+    boost::json::object o{{"id", to_hex(f.node.id)}, {"enode", f.node.enode()}, {"found_by", f.found_by}};
     o["record"] = f.record ? boost::json::value(f.record->text()) : boost::json::value(nullptr);
     o["seq"] = f.record ? boost::json::value(f.record->seq()) : boost::json::value(nullptr);
     if (f.record && f.record->eth()) {
@@ -58,8 +59,9 @@ boost::json::object node_json(const Found& f) {
 int cmd_discover(int argc, char** argv) {
     CommandSpec spec{
         "discover",
-        "find nodes through discv4 and tell which serve our chain (their records' eth fork ids)",
-        "--bootnodes LIST [--duration S] [--json FILE] [--listen HOST:PORT] [--network NAME | --synthetic N | "
+        "find nodes through discv4 and DNS node lists and tell which serve our chain (their records' eth fork ids)",
+        "(--bootnodes LIST | --discovery.dns LIST) [--duration S] [--json FILE] [--listen HOST:PORT] [--network NAME | "
+        "--synthetic N | "
         "--datadir DIR]",
         {{"listen", "HOST:PORT", "UDP address to send from and listen on (port 0: any free port)", "0.0.0.0:0", false},
          {"duration", "SECONDS", "how long to crawl", "30", false},
@@ -100,10 +102,11 @@ int cmd_discover(int argc, char** argv) {
         if (!named) return fail(named.error().message);
         config = *named;
     }
-    if (settings->bootnodes.empty()) {
+    const bool anyone = !settings->bootnodes.empty() || !settings->dns_trees.empty();
+    if (!anyone) {
         spdlog::warn(
-            "No --bootnodes: there is nobody to ask (public lists are used only when named, as in "
-            "--bootnodes mainnet)");
+            "No --bootnodes and no --discovery.dns: there is nobody to ask (public lists are used only when named, as "
+            "in --bootnodes mainnet)");
     }
 
     auto key = rlpx::PrivateKey::generate();
@@ -116,6 +119,12 @@ int cmd_discover(int argc, char** argv) {
     auto service = start_discovery(io, *key, *settings, *record, listen, "");
     if (!service) return fail(service.error().message);
     auto crawl = std::make_shared<Crawler>(*service, *config, head_number, head_time);
+    auto dns = start_dns_source(io, *settings, crawl);
+    if (!dns) {
+        (*service)->stop();
+        io.run();
+        return fail(dns.error().message);
+    }
 
     const auto started = std::chrono::steady_clock::now();
     asio::steady_timer deadline(io, std::chrono::milliseconds(static_cast<int64_t>(*duration * 1000)));
@@ -128,6 +137,7 @@ int cmd_discover(int argc, char** argv) {
         deadline.cancel();
         progress.cancel();
         signals.cancel();
+        if (*dns) (*dns)->stop();
         (*service)->stop();
     };
     signals.async_wait([&](const boost::system::error_code& ec, int) {
@@ -148,7 +158,7 @@ int cmd_discover(int argc, char** argv) {
         });
     };
     report();
-    if (!settings->bootnodes.empty()) {
+    if (anyone) {
         crawl->start(io);
         for (const auto& b : settings->bootnodes) crawl->add(b);
     }

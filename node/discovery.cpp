@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "disc/bootnodes.hpp"
+#include "disc/dnsdisc.hpp"
 #include "node/common.hpp"
 #include "p2p/node_key.hpp"
 
@@ -46,6 +47,12 @@ std::vector<OptionSpec> discovery_options(const std::string& default_mode) {
          "discovery bootnodes, comma-separated: enode URLs, enr: records, or a network's public list by name "
          "(mainnet, sepolia, holesky, hoodi; used only when named)",
          "", false},
+        {"discovery.dns", "LIST",
+         "DNS node lists (EIP-1459) to take candidates from, comma-separated: enrtree:// URLs, or a network's "
+         "list by name (mainnet, sepolia, holesky, hoodi; used only when named)",
+         "", false},
+        {"discovery.dns-server", "IP:PORT",
+         "the DNS server to ask for --discovery.dns (IPv4; default: the system's resolvers)", "", false},
         {"discovery.port", "PORT", "UDP port of discovery (default: the TCP listen port)", "", false},
         {"nat", "extip:IP|none",
          "the address our node record advertises: extip:IP, or none (the listen address when it is a specific one)",
@@ -99,8 +106,32 @@ Outcome<DiscoverySettings> parse_discovery(const Args& args, const std::string& 
         if (!nodes) return nodes.error();
         s.bootnodes = std::move(*nodes);
     }
+    for (const std::string& item : split(args.get_or("discovery.dns", ""))) {
+        std::string url = disc::known_dns_tree(item).value_or(item);
+        if (auto link = disc::parse_url(url); !link) {
+            return make_error(
+                fmt::format("--discovery.dns {}: {} (expected enrtree:// URLs or one of mainnet, "
+                            "sepolia, holesky, hoodi)",
+                            item, link.error().message()));
+        }
+        s.dns_trees.push_back(std::move(url));
+    }
+    if (auto server = args.get("discovery.dns-server")) {
+        if (s.dns_trees.empty()) return make_error("--discovery.dns-server needs --discovery.dns");
+        const auto colon = server->rfind(':');
+        boost::system::error_code ec;
+        if (colon != std::string::npos) asio::ip::make_address_v4(server->substr(0, colon), ec);
+        std::optional<uint64_t> port;
+        if (colon != std::string::npos) {
+            if (auto p = parse_u64(server->substr(colon + 1))) port = *p;
+        }
+        if (colon == std::string::npos || ec || !port || *port == 0 || *port > 65535) {
+            return make_error(fmt::format("--discovery.dns-server {}: expected IPv4-address:port", *server));
+        }
+        s.dns_server = *server;
+    }
     std::string mode = args.get_or("discovery", default_mode);
-    if (!args.has("discovery") && !s.bootnodes.empty()) mode = "v4";
+    if (!args.has("discovery") && (!s.bootnodes.empty() || !s.dns_trees.empty())) mode = "v4";
     for (const std::string& m : split(mode)) {
         if (m == "v4") {
             s.v4 = true;

@@ -7,7 +7,7 @@
 // side, docs/operations.md the flags.
 //
 // Safety: with no --bootnodes and no --discovery, discovery is off and sends nothing. The public
-// lists are used only when a user names them (--bootnodes mainnet).
+// lists are used only when a user names them (--bootnodes mainnet, --discovery.dns mainnet).
 
 #include <memory>
 #include <optional>
@@ -33,13 +33,16 @@ struct DiscoverySettings {
     // is a specific one; none when it is 0.0.0.0 (peers then use the address our packets come from).
     std::optional<boost::asio::ip::address> extip;
     std::optional<uint16_t> udp_port;  // --discovery.port; absent: the TCP port
-    disc::V4Config v4_config;          // bootnodes and the test timings filled in
-    disc::V5Config v5_config;          // the bootnodes given as enr: records, the timings
+    // --discovery.dns: enrtree:// URLs (named networks resolved); --discovery.dns-server.
+    std::vector<std::string> dns_trees;
+    std::optional<std::string> dns_server;
+    disc::V4Config v4_config;  // bootnodes and the test timings filled in
+    disc::V5Config v5_config;  // the bootnodes given as enr: records, the timings
     bool enabled() const noexcept { return v4 || v5; }
 };
 
-// --discovery, --bootnodes, --discovery.port, --nat, --discovery.refresh, --discovery.timeout,
-// --discovery.ratelimit.
+// --discovery, --bootnodes, --discovery.dns, --discovery.dns-server, --discovery.port, --nat,
+// --discovery.refresh, --discovery.timeout, --discovery.ratelimit.
 std::vector<OptionSpec> discovery_options(const std::string& default_mode);
 // The ones of a node that only looks (sync --discover, discover): --bootnodes and the timings.
 std::vector<OptionSpec> discovery_client_options();

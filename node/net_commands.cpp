@@ -172,7 +172,10 @@ int cmd_serve(int argc, char** argv) {
     auto follow_discovered = args->get_u64("follow-discovered", 0);
     if (!follow_discovered || *follow_discovered > 64) return fail("--follow-discovered must be 0..64");
     if (*follow_discovered > 0 && !discovery->v4) {
-        return fail("--follow-discovered needs discovery: --discovery v4 or --bootnodes LIST");
+        return fail("--follow-discovered needs discovery: --discovery v4, --bootnodes LIST or --discovery.dns LIST");
+    }
+    if (!discovery->dns_trees.empty() && *follow_discovered == 0) {
+        spdlog::warn("--discovery.dns is read only for --follow-discovered (serving dials no one): ignored");
     }
     if (follow.peers.size() + *follow_discovered == 1) {
         return fail(fmt::format("{} needs at least two peers: a head is adopted only when two or more agree on it",
@@ -310,10 +313,14 @@ int cmd_serve(int argc, char** argv) {
     };
     bool shutting_down = false;
     std::shared_ptr<Crawler> follow_crawler;
+    std::unique_ptr<DnsSource> follow_dns;
     if (*follow_discovered > 0) {
         follow_crawler = std::make_shared<Crawler>(discv4, *db.config(), db.head()->number, db.head()->timestamp);
         follow_crawler->start(control);
         for (const auto& b : discovery->bootnodes) follow_crawler->add(b);
+        auto dns = start_dns_source(control, *discovery, follow_crawler);
+        if (!dns) return fail(dns.error().message);
+        follow_dns = std::move(*dns);
         asio::co_spawn(
             control,
             [&, want = static_cast<size_t>(*follow_discovered)]() -> asio::awaitable<void> {
@@ -326,6 +333,7 @@ int cmd_serve(int argc, char** argv) {
                     if (found.size() + follow.peers.size() >= 2) break;
                 }
                 follow_crawler->stop();
+                if (follow_dns) follow_dns->stop();
                 if (shutting_down) co_return;
                 for (const auto& e : found) {
                     spdlog::info("Following discovered peer                enode={}",
@@ -371,6 +379,7 @@ int cmd_serve(int argc, char** argv) {
         scrubber.stop();
         shutting_down = true;
         if (follow_crawler) follow_crawler->stop();
+        if (follow_dns) follow_dns->stop();
         if (discv5) discv5->stop();
         if (discv4) discv4->stop();
         if (follower) follower->stop();

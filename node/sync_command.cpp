@@ -135,8 +135,10 @@ int cmd_sync(int argc, char** argv) {
     const bool discover = args->has("discover");
     auto discovery = parse_discovery(*args, discover ? "v4" : "off");
     if (!discovery) return usage(discovery.error().message);
-    if (discover && discovery->bootnodes.empty()) {
-        return usage("--discover needs --bootnodes (the public lists are used only when named: --bootnodes mainnet)");
+    if (discover && discovery->bootnodes.empty() && discovery->dns_trees.empty()) {
+        return usage(
+            "--discover needs --bootnodes or --discovery.dns (the public lists are used only when named: "
+            "--bootnodes mainnet)");
     }
     if (!discover && cfg.peers.empty()) return usage("give the peers: --peer ENODE, or --discover --bootnodes LIST");
     auto max_peers = args->get_u64("max-peers", 5);

@@ -7,57 +7,18 @@
 # a URL with another key is refused for its signature, and a domain the server does not have
 # fails naming it. dnsmasq has no upstream server (--no-resolv, --no-hosts) and listens on
 # 127.0.0.1 only, so no query leaves the machine.
-# Skips (exit 77) when dnsmasq is not installed; scripts/setup.sh installs dnsmasq-base.
+# Skips (exit 77) when dnsmasq is not installed (tests/dns_lib.sh).
 # Usage: dns_discovery_test.sh DNS_TREE_TOOL
 source "$(dirname "$0")/lib.sh" "$@"
-source "$(dirname "$0")/../scripts/lib/ports.sh"
+# DNSMASQ, start_dnsmasq, stop_dnsmasq, dnsmasq_queries_only
+source "$(dirname "$0")/dns_lib.sh"
 TOOL=$HEADERD
-
-DNSMASQ=$(PATH=$PATH:/usr/sbin:/sbin command -v dnsmasq || true)
-if [ -z "$DNSMASQ" ]; then
-    echo "SKIP: dnsmasq not found (install Debian's dnsmasq-base; scripts/setup.sh does)"
-    exit 77
-fi
-
-DNSMASQ_PID=
-cleanup() {
-    if [ -n "$DNSMASQ_PID" ]; then
-        kill "$DNSMASQ_PID" 2>/dev/null || true
-        wait "$DNSMASQ_PID" 2>/dev/null || true
-    fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+trap 'stop_dnsmasq; rm -rf "$WORK"' EXIT
 
 URL=$("$TOOL" zone "$WORK/zone.conf" "$WORK/expected.txt") || fail "dns_tree_tool zone failed"
 echo "tree $URL: $(grep -c . "$WORK/expected.txt") records, $(grep -c . "$WORK/zone.conf") TXT records"
-
-# free_port checks TCP only, and dnsmasq binds UDP and TCP: a port taken over UDP makes dnsmasq
-# exit at once, and another port is tried.
-start_dnsmasq() {
-    local try
-    for try in 1 2 3 4 5; do
-        free_port PORT
-        "$DNSMASQ" --keep-in-foreground --conf-file="$WORK/zone.conf" --port="$PORT" \
-            --listen-address=127.0.0.1 --bind-interfaces --no-resolv --no-hosts --no-negcache \
-            --pid-file="$WORK/dnsmasq.pid" --user="$(id -un)" --group="$(id -gn)" \
-            --log-queries --log-facility="$WORK/dnsmasq.log" &
-        DNSMASQ_PID=$!
-        # Ready when it answers the tree's root.
-        for _ in $(seq 50); do
-            if ! kill -0 "$DNSMASQ_PID" 2>/dev/null; then break; fi
-            if "$TOOL" sync "127.0.0.1:$PORT" "$URL" >"$WORK/sync.txt" 2>"$WORK/sync.err"; then return 0; fi
-            sleep 0.1
-        done
-        kill "$DNSMASQ_PID" 2>/dev/null || true
-        wait "$DNSMASQ_PID" 2>/dev/null || true
-        DNSMASQ_PID=
-        echo "dnsmasq on port $PORT did not answer (try $try): $(tail -3 "$WORK/dnsmasq.log" 2>/dev/null)"
-    done
-    fail "dnsmasq did not start: $(cat "$WORK/sync.err" 2>/dev/null)"
-}
-start_dnsmasq
-SERVER=127.0.0.1:$PORT
+start_dnsmasq "$TOOL" "$WORK/zone.conf" "$URL"
+SERVER=$DNS_SERVER
 echo "dnsmasq $("$DNSMASQ" --version | head -1 | cut -d' ' -f1-3) on $SERVER"
 
 # --- the whole download, following the link -----------------------------------------------------
@@ -94,9 +55,6 @@ expect_fail "a domain the server lacks" "absent.dnsdisc.test:" \
     "$TOOL" sync "$SERVER" "${URL%@*}@absent.dnsdisc.test"
 
 # Every query dnsmasq saw was for the trees' names (nothing else was asked).
-grep -q 'query\[TXT\]' "$WORK/dnsmasq.log" || fail "dnsmasq logged no TXT query"
-if grep 'query\[' "$WORK/dnsmasq.log" | grep -v 'dnsdisc\.test from 127\.0\.0\.1' | grep -q .; then
-    fail "a query for another name or from elsewhere: $(grep 'query\[' "$WORK/dnsmasq.log" | grep -v dnsdisc.test | head -3)"
-fi
-echo "ok: $(grep -c 'query\[TXT\]' "$WORK/dnsmasq.log") TXT queries, all for the test trees, all from 127.0.0.1"
+queries=$(dnsmasq_queries_only dnsdisc.test) || exit 1
+echo "ok: $queries TXT queries, all for the test trees, all from 127.0.0.1"
 echo "dns_discovery: all checks passed"

@@ -1,11 +1,15 @@
 // Test tool of tests/dns_discovery_test.sh: makes DNS node lists (EIP-1459) for dnsmasq to serve and
 // reads them back over DNS through the real resolver (disc/dns_resolver.hpp). Test-only: it has no
-// key management; every key is a fixed test key and every record a loopback address.
+// key management; every key is a fixed test key, and every record is a loopback address (zone) or one the test
+// gives (zone-of, the records of headerd nodes it started on 127.0.0.1).
 //
 //   dns_tree_tool zone CONF EXPECTED
 //       Makes two trees, nodes.dnsdisc.test (30 records, 127.0.0.x, two levels of branches) linking
 //       linked.dnsdisc.test (25 records, 127.0.1.x); writes dnsmasq txt-record lines of both to CONF
 //       and every record's text to EXPECTED (sorted); prints the first tree's enrtree:// URL.
+//   dns_tree_tool zone-of CONF DOMAIN ENR_FILE
+//       Makes one tree at DOMAIN of the records in ENR_FILE (text forms, one per line), writes its
+//       dnsmasq txt-record lines to CONF and prints its enrtree:// URL.
 //   dns_tree_tool sync SERVER URL
 //       Downloads the tree at URL and, through its links, every tree it reaches (each domain once),
 //       from SERVER (IPv4:port) only. Prints "tree DOMAIN seq N enrs N links N" per tree, then
@@ -35,7 +39,8 @@ using namespace headerd::disc;
 namespace {
 
 int usage() {
-    std::cerr << "usage: dns_tree_tool zone CONF EXPECTED | sync SERVER URL | iterate SERVER URL CALLS SEED\n";
+    std::cerr << "usage: dns_tree_tool zone CONF EXPECTED | zone-of CONF DOMAIN ENR_FILE | sync SERVER URL | iterate "
+                 "SERVER URL CALLS SEED\n";
     return 2;
 }
 
@@ -82,6 +87,27 @@ int zone(const char* conf_path, const char* expected_path) {
     for (const auto& text : expected) out << text << "\n";
     if (!conf || !out) return std::cerr << "cannot write the files\n", 1;
     std::cout << main_tree->url << "\n";
+    return 0;
+}
+
+// One tree of the records in ENR_FILE (their text forms, one per line), for a test that lists real
+// nodes (tests/dns_sync_test.sh).
+int zone_of(const char* conf_path, const char* domain, const char* enr_file) {
+    std::ifstream in(enr_file);
+    std::vector<Enr> enrs;
+    for (std::string line; std::getline(in, line);) {
+        if (line.empty()) continue;
+        auto e = Enr::from_text(line);
+        if (!e) return std::cerr << "record '" << line << "': " << e.error().message() << "\n", 1;
+        enrs.push_back(*e);
+    }
+    if (enrs.empty()) return std::cerr << "no records in " << enr_file << "\n", 1;
+    const auto tree = make_tree(enrs, {}, 1, test_key(0x70, 3), domain);
+    if (!tree) return std::cerr << "make_tree: " << tree.error().message() << "\n", 1;
+    std::ofstream conf(conf_path);
+    for (const auto& [name, text] : tree->records) conf << txt_record_line(name, text);
+    if (!conf) return std::cerr << "cannot write " << conf_path << "\n", 1;
+    std::cout << tree->url << "\n";
     return 0;
 }
 
@@ -143,6 +169,7 @@ int iterate(const char* server, const char* url, const char* calls_text, const c
 int main(int argc, char** argv) {
     const std::string_view command = argc > 1 ? argv[1] : "";
     if (command == "zone" && argc == 4) return zone(argv[2], argv[3]);
+    if (command == "zone-of" && argc == 5) return zone_of(argv[2], argv[3], argv[4]);
     if (command == "sync" && argc == 4) return sync(argv[2], argv[3]);
     if (command == "iterate" && argc == 6) return iterate(argv[2], argv[3], argv[4], argv[5]);
     return usage();
