@@ -59,6 +59,7 @@ struct V4Service::Pending {
     // request, and sets `done` when no more replies are expected.
     std::function<bool(const v4::Packet&, bool& done)> match;
     asio::steady_timer timer;
+    std::optional<Hash32> echo;  // the hash of our request that its reply must carry (Ping, ENRRequest)
     bool done{false};
     Pending(asio::io_context& io, const Node& n, v4::PacketType t) : from(n.id), ip(n.ip), type(t), timer(io) {}
 };
@@ -169,58 +170,75 @@ awaitable<void> V4Service::read_loop() {
     }
 }
 
+namespace {
+
+// The expiration a packet carries (ENRResponse has none).
+std::optional<uint64_t> expiration_of(const v4::Packet& p) {
+    return std::visit(
+        [](const auto& x) -> std::optional<uint64_t> {
+            if constexpr (requires { x.expiration; }) {
+                return x.expiration;
+            } else {
+                return std::nullopt;
+            }
+        },
+        p);
+}
+
+// The hash of our request a reply echoes (Pong, ENRResponse); none for the others.
+std::optional<Hash32> echo_of(const v4::Packet& p) {
+    if (const auto* pong = std::get_if<v4::Pong>(&p)) return pong->ping_hash;
+    if (const auto* r = std::get_if<v4::EnrResponse>(&p)) return r->request_hash;
+    return std::nullopt;
+}
+
+}  // namespace
+
 void V4Service::handle(ByteView datagram, const udp::endpoint& from) {
     stats_.bytes_in += datagram.size();
-    if (datagram.size() > v4::kMaxPacketSize) {
-        drop(V4Drop::kTooBig);
-        return;
-    }
-    auto frame = v4::frame(datagram);
-    if (frame) {
-        // The cheap checks first: what fails them is dropped without recovering its signer.
-        const bool reply = frame->type == v4::PacketType::kPong || frame->type == v4::PacketType::kNeighbors ||
-                           frame->type == v4::PacketType::kEnrResponse;
-        if (reply && !awaiting(frame->type, from.address())) return drop(V4Drop::kUnsolicited);
-        if (!reply && !limiter_.allow(from.address(), Clock::now())) return drop(V4Drop::kRateLimited);
-    }
-    auto decoded = frame ? v4::decode(datagram, *frame) : Result<v4::Decoded>(frame.error());
-    if (!decoded) {
+    if (datagram.size() > v4::kMaxPacketSize) return drop(V4Drop::kTooBig);
+    const auto not_v4 = [&] {
         if (on_unhandled) {
             on_unhandled(datagram, from);
         } else {
             drop(V4Drop::kUndecodable);
         }
-        return;
+    };
+    // The cheap checks first, each a hash, a look-up or RLP: what fails them is dropped before its
+    // signer is recovered (docs/discovery.md, "Flood limits").
+    auto frame = v4::frame(datagram);
+    if (!frame) return not_v4();
+    const auto type = frame->type;
+    const bool reply =
+        type == v4::PacketType::kPong || type == v4::PacketType::kNeighbors || type == v4::PacketType::kEnrResponse;
+    if (reply && !awaiting(type, from.address(), std::nullopt)) return drop(V4Drop::kUnsolicited);
+    if (!reply && !limiter_.allow(from.address(), Clock::now())) return drop(V4Drop::kRateLimited);
+    auto data = v4::decode_data(datagram, *frame);
+    if (!data) return not_v4();
+    if (auto e = expiration_of(data->packet); e && expired(*e)) return drop(V4Drop::kExpired);
+    if (auto echo = echo_of(data->packet); echo && !awaiting(type, from.address(), echo)) {
+        return drop(V4Drop::kUnsolicited);
     }
-    const auto type = v4::type_of(decoded->packet);
+    auto sender = v4::recover_sender(datagram);
+    if (!sender) return not_v4();
+    const v4::Decoded decoded{std::move(data->packet), *sender, data->hash};
     ++stats_.packets_in[static_cast<size_t>(type)];
     switch (type) {
         case v4::PacketType::kPing:
-            handle_ping(*decoded, std::get<v4::Ping>(decoded->packet), from);
-            return;
+            return handle_ping(decoded, std::get<v4::Ping>(decoded.packet), from);
         case v4::PacketType::kFindNode:
-            handle_find_node(*decoded, std::get<v4::FindNode>(decoded->packet), from);
-            return;
+            return handle_find_node(decoded, std::get<v4::FindNode>(decoded.packet), from);
         case v4::PacketType::kEnrRequest:
-            if (expired(std::get<v4::EnrRequest>(decoded->packet).expiration)) return drop(V4Drop::kExpired);
-            handle_enr_request(*decoded, from);
-            return;
+            return handle_enr_request(decoded, from);
         case v4::PacketType::kPong:
-            if (expired(std::get<v4::Pong>(decoded->packet).expiration)) return drop(V4Drop::kExpired);
-            [[fallthrough]];
         case v4::PacketType::kNeighbors:
-            if (type == v4::PacketType::kNeighbors && expired(std::get<v4::Neighbors>(decoded->packet).expiration)) {
-                return drop(V4Drop::kExpired);
-            }
-            [[fallthrough]];
         case v4::PacketType::kEnrResponse:
-            if (!handle_reply(*decoded, from)) drop(V4Drop::kUnsolicited);
+            if (!handle_reply(decoded, from)) drop(V4Drop::kUnsolicited);
             return;
     }
 }
 
 void V4Service::handle_ping(const v4::Decoded& d, const v4::Ping& p, const udp::endpoint& from) {
-    if (expired(p.expiration)) return drop(V4Drop::kExpired);
     // Answer to where the packet came from, never to the address it claims.
     send(from, v4::Pong{{from.address(), from.port(), p.from.tcp}, d.hash, expiration(), record_.seq()});
     const Node n = Node::from_key(d.sender, from.address(), from.port(), p.from.tcp);
@@ -247,7 +265,6 @@ bool V4Service::bonded(const NodeId& id, const boost::asio::ip::address& ip) con
 }
 
 void V4Service::handle_find_node(const v4::Decoded& d, const v4::FindNode& p, const udp::endpoint& from) {
-    if (expired(p.expiration)) return drop(V4Drop::kExpired);
     const NodeId sender = d.sender.node_id();
     if (!bonded(sender, from.address())) return drop(V4Drop::kUnbonded);  // no amplification
     std::vector<Node> closest = table_.closest(id_of(p.target), kFindNodeResults);
@@ -274,8 +291,11 @@ void V4Service::handle_enr_request(const v4::Decoded& d, const udp::endpoint& fr
     send(from, v4::EnrResponse{d.hash, record_});
 }
 
-bool V4Service::awaiting(v4::PacketType reply, const boost::asio::ip::address& ip) const {
-    return std::ranges::any_of(pending_, [&](const auto& p) { return !p->done && p->type == reply && p->ip == ip; });
+bool V4Service::awaiting(v4::PacketType reply, const boost::asio::ip::address& ip,
+                         const std::optional<Hash32>& echo) const {
+    return std::ranges::any_of(pending_, [&](const auto& p) {
+        return !p->done && p->type == reply && p->ip == ip && (!echo || p->echo == echo);
+    });
 }
 
 bool V4Service::handle_reply(const v4::Decoded& d, const udp::endpoint& from) {
@@ -312,6 +332,7 @@ awaitable<std::optional<v4::Pong>> V4Service::ping(Node node) {
     if (!hash) co_return std::nullopt;
     std::optional<v4::Pong> pong;
     auto pending = std::make_shared<Pending>(io_, node, v4::PacketType::kPong);
+    pending->echo = *hash;
     pending->match = [&, h = *hash](const v4::Packet& packet, bool& done) {
         const auto& p = std::get<v4::Pong>(packet);
         if (p.ping_hash != h) return false;  // not the answer to this ping: no proof from it
@@ -377,6 +398,7 @@ awaitable<std::optional<Enr>> V4Service::request_enr(Node node) {
     if (!hash) co_return std::nullopt;
     std::optional<Enr> record;
     auto pending = std::make_shared<Pending>(io_, node, v4::PacketType::kEnrResponse);
+    pending->echo = *hash;
     pending->match = [&, h = *hash](const v4::Packet& packet, bool& done) {
         const auto& r = std::get<v4::EnrResponse>(packet);
         if (r.request_hash != h) return false;

@@ -13,8 +13,9 @@
 //   ping's hash, ENRResponse by the request's hash); anything else is dropped as unsolicited.
 // - Packets whose expiration has passed are dropped; at most max_pending requests wait at once.
 // - The signer of a packet (a secp256k1 recovery) is found only when the packet could matter: a
-//   reply only when a request of its type to that IP is waiting, a request only within the rate
-//   limits of disc/rate_limit.hpp. A flood of junk, signed or not, then costs little CPU.
+//   reply only when a request of its type to that IP is waiting (a Pong or ENRResponse only with
+//   the hash of that request), a request only within the rate limits of disc/rate_limit.hpp, and
+//   no packet past its expiration. A flood of junk, signed or not, then costs little CPU.
 // - Nodes others tell us about pass geth's relay rule (no loopback or LAN nodes from the outside)
 //   and have a UDP port above 1024.
 // Datagrams that are not discv4 go to on_unhandled (the discv5 service shares the socket, as in
@@ -148,8 +149,9 @@ class V4Service : public std::enable_shared_from_this<V4Service> {
     void handle_find_node(const v4::Decoded& d, const v4::FindNode& p, const udp::endpoint& from);
     void handle_enr_request(const v4::Decoded& d, const udp::endpoint& from);
     bool handle_reply(const v4::Decoded& d, const udp::endpoint& from);
-    // Whether a request whose reply has this type waits for an answer from ip.
-    bool awaiting(v4::PacketType reply, const boost::asio::ip::address& ip) const;
+    // Whether a request whose reply has this type waits for an answer from ip (carrying `echo`, the
+    // hash of our request, when given).
+    bool awaiting(v4::PacketType reply, const boost::asio::ip::address& ip, const std::optional<Hash32>& echo) const;
     bool bonded(const NodeId& id, const boost::asio::ip::address& ip) const;
     boost::asio::awaitable<void> ensure_bond(const Node& node);
     std::optional<Hash32> send(const udp::endpoint& to, const v4::Packet& packet);

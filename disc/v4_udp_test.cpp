@@ -278,6 +278,23 @@ TEST(V4Service, JunkIsDroppedBeforeItsSignatureCheckAndRequestsAreRateLimited) {
     raw.receive(io, 100ms);
     EXPECT_EQ(dropped(V4Drop::kRateLimited), 16u);
     EXPECT_EQ(dropped(V4Drop::kUndecodable), 0u);
+
+    // While the server waits for our Pong, a Pong with another hash (and a signature that would not
+    // verify) is dropped for its hash, still before the signer is looked for.
+    const Node raw_node = Node::from_key(raw.key.public_key(), asio::ip::make_address("127.0.0.1"), raw.port(), 0);
+    asio::co_spawn(io, server.service->ping(raw_node), asio::detached);
+    raw.receive(io, 50ms);
+    Bytes pong = v4::encode(raw.key, v4::Pong{{server.node().ip, server.node().udp, 0}, Hash32{}, in_a_minute(), {}})
+                     .value()
+                     .datagram;
+    std::fill(pong.begin() + 32, pong.begin() + v4::kHeaderSize, 0);
+    const Hash32 h = keccak256(ByteView{pong}.subspan(32));
+    std::copy(h.begin(), h.end(), pong.begin());
+    const uint64_t unsolicited = dropped(V4Drop::kUnsolicited);
+    raw.socket.send_to(asio::buffer(pong), to);
+    raw.receive(io, 100ms);
+    EXPECT_EQ(dropped(V4Drop::kUnsolicited), unsolicited + 1);
+    EXPECT_EQ(dropped(V4Drop::kUndecodable), 0u);
 }
 
 // stop() while the first refresh is still looking up (its bootnode never answers) must end every

@@ -274,20 +274,28 @@ Result<Frame> frame(ByteView datagram) noexcept {
     return f;
 }
 
-Result<Decoded> decode(ByteView datagram, const Frame& f) noexcept {
-    const ByteView signature = datagram.subspan(32, rlpx::kSignatureSize);
-    const ByteView signed_part = datagram.subspan(kHeaderSize);
-    auto sender = rlpx::recover(signature, keccak256(signed_part));
-    if (!sender) return WireError::kBadSignature;
-    auto packet = decode_data(f.type, signed_part.subspan(1));
+Result<Unverified> decode_data(ByteView datagram, const Frame& f) noexcept {
+    auto packet = decode_data(f.type, datagram.subspan(kHeaderSize + 1));
     if (!packet) return packet.error();
-    return Decoded{std::move(*packet), *sender, f.hash};
+    return Unverified{std::move(*packet), f.hash};
+}
+
+Result<rlpx::PublicKey> recover_sender(ByteView datagram) noexcept {
+    const ByteView signature = datagram.subspan(32, rlpx::kSignatureSize);
+    auto sender = rlpx::recover(signature, keccak256(datagram.subspan(kHeaderSize)));
+    if (!sender) return WireError::kBadSignature;
+    return *sender;
 }
 
 Result<Decoded> decode(ByteView datagram) noexcept {
     auto f = frame(datagram);
     if (!f) return f.error();
-    return decode(datagram, *f);
+    // The signature before the data, as the packet is framed: a packet bad in both is kBadSignature.
+    auto sender = recover_sender(datagram);
+    if (!sender) return sender.error();
+    auto u = decode_data(datagram, *f);
+    if (!u) return u.error();
+    return Decoded{std::move(u->packet), *sender, u->hash};
 }
 
 Result<Encoded> encode(const rlpx::PrivateKey& key, const Packet& packet) {

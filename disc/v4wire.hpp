@@ -122,17 +122,26 @@ struct Decoded {
     Hash32 hash{};  // the packet's hash: what a Pong or ENRResponse echoes
 };
 
-// What a datagram shows before its signer is recovered: size, hash and type are checked (a hash
-// and a byte: cheap), the signature is not (a secp256k1 recovery: the costly part of a packet).
+// What a datagram shows before its signer is recovered: size, hash and type checked (a hash and a
+// byte: cheap), the signature not (a secp256k1 recovery: the costly part of a packet).
 struct Frame {
     PacketType type{};
     Hash32 hash{};
 };
 Result<Frame> frame(ByteView datagram) noexcept;
 
-// Recovers the signer of a datagram frame() accepted and decodes the data of its type.
-Result<Decoded> decode(ByteView datagram, const Frame& f) noexcept;
-// frame(), then decode(datagram, frame).
+// A packet whose data is decoded but whose signer is not yet known: a service checks what it can
+// (expiration, the hash a reply echoes) before it pays for the recovery.
+struct Unverified {
+    Packet packet;
+    Hash32 hash{};
+};
+// The data of a datagram frame() accepted, decoded (an ENRResponse's record verified).
+Result<Unverified> decode_data(ByteView datagram, const Frame& f) noexcept;
+// The signer of a datagram frame() accepted.
+Result<rlpx::PublicKey> recover_sender(ByteView datagram) noexcept;
+
+// frame(), decode_data() and recover_sender(): a whole packet.
 Result<Decoded> decode(ByteView datagram) noexcept;
 
 struct Encoded {

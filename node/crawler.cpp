@@ -29,6 +29,10 @@ void Crawler::start(asio::io_context& io, size_t parallel) {
     for (const auto& n : service_->table().nodes()) add(n);
     asio::co_spawn(
         io, [self = shared_from_this()] { return self->keep_looking(); }, asio::detached);
+    if (v5_) {
+        asio::co_spawn(
+            io, [self = shared_from_this()] { return self->keep_looking_v5(); }, asio::detached);
+    }
     for (size_t i = 0; i < parallel; ++i) {
         asio::co_spawn(
             io, [self = shared_from_this()] { return self->fetch_records(); }, asio::detached);
@@ -153,6 +157,25 @@ awaitable<void> Crawler::keep_looking() {
     }
 }
 
+awaitable<void> Crawler::keep_looking_v5() {
+    std::mt19937_64 rng(std::random_device{}());
+    asio::steady_timer pause(co_await asio::this_coro::executor);
+    while (!stopping_) {
+        disc::NodeId target;
+        for (auto& b : target) b = static_cast<uint8_t>(rng());
+        const auto nodes = co_await v5_->lookup(target);
+        if (stopping_) break;
+        // Every node of the table: a lookup returns the closest 16, the table holds all it verified.
+        for (const disc::Node& n : v5_->table().nodes()) {
+            if (n.enr) add_record(*n.enr, "discv5");
+        }
+        if (nodes.empty() || v5_->table().size() == 0) {
+            pause.expires_after(std::chrono::milliseconds(500));
+            co_await pause.async_wait(kTuple);
+        }
+    }
+}
+
 Outcome<std::vector<p2p::Enode>> discover_peers(asio::io_context& io, const rlpx::PrivateKey& key,
                                                 const DiscoverySettings& settings, const ChainConfig& config,
                                                 const db::Head& head, const std::vector<p2p::Enode>& known, size_t want,
@@ -163,10 +186,14 @@ Outcome<std::vector<p2p::Enode>> discover_peers(asio::io_context& io, const rlpx
         start_discovery(io, key, settings, *record, asio::ip::udp::endpoint(asio::ip::address_v4::any(), 0), "");
     if (!service) return service.error();
     auto crawler = std::make_shared<Crawler>(*service, config, head.number, head.timestamp);
+    std::shared_ptr<disc::V5Service> v5;
+    if (settings.v5) v5 = start_discv5(io, key, settings, *record, *service);
+    crawler->use_v5(v5);
     crawler->start(io);
     for (const auto& b : settings.bootnodes) crawler->add(b);
     auto dns = start_dns_source(io, settings, crawler);
     if (!dns) {
+        if (v5) v5->stop();
         (*service)->stop();
         io.run();
         io.restart();
@@ -183,6 +210,7 @@ Outcome<std::vector<p2p::Enode>> discover_peers(asio::io_context& io, const rlpx
             found = co_await crawler->wait_for(want, wait, exclude);
             crawler->stop();
             if (*dns) (*dns)->stop();
+            if (v5) v5->stop();
             service->stop();
         },
         asio::detached);

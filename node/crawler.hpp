@@ -1,7 +1,8 @@
 #pragma once
 
-// Finding header servers through discv4 (and DNS node lists): keep running lookups at random
-// targets, ask every node heard of for its record (EIP-868), and judge the record's `eth` fork id against our chain, as
+// Finding header servers through discv4, discv5 and DNS node lists: keep running lookups at random
+// targets, ask every node discv4 heard of for its record (EIP-868; discv5 and DNS bring records),
+// and judge the record's `eth` fork id against our chain, as
 // geth filters its dial candidates (eth/backend.go: RequestENR, then the fork id filter). `headerd discover` reports
 // everything found; `sync --discover` and `serve --follow-discovered` dial only the compatible ones. A node without a
 // record (or without an eth entry) is never a candidate.
@@ -20,6 +21,7 @@
 #include "core/chain_config.hpp"
 #include "db/chain_db.hpp"
 #include "disc/v4_udp.hpp"
+#include "disc/v5_udp.hpp"
 #include "node/dns_source.hpp"
 #include "p2p/node_key.hpp"
 
@@ -33,14 +35,17 @@ class Crawler : public std::enable_shared_from_this<Crawler> {
         bool asked{false};
         // "yes" or "no: <why>"; unset without a record or without an eth entry.
         std::optional<std::string> compatibility;
-        std::string found_by{"discv4"};  // or "dns" (a DNS node list, node/dns_source.hpp)
+        std::string found_by{"discv4"};  // or "discv5", or "dns" (a DNS node list, node/dns_source.hpp)
     };
 
     // Judges fork ids as a node at (head_number, head_time) of `config` would.
     Crawler(std::shared_ptr<disc::V4Service> service, const ChainConfig& config, uint64_t head_number,
             uint64_t head_time);
 
-    // Hooks the service's on_found and starts the lookups and `parallel` record requests.
+    // Adds discv5 as a source (before start): its lookups' nodes come with their records.
+    void use_v5(std::shared_ptr<disc::V5Service> v5) { v5_ = std::move(v5); }
+    // Hooks the service's on_found and starts the lookups (discv4, and discv5 when given) and
+    // `parallel` record requests.
     void start(boost::asio::io_context& io, size_t parallel = 8);
     void stop() noexcept { stopping_ = true; }
     // A node to ask for its record (the bootnodes; the service reports the others).
@@ -61,9 +66,11 @@ class Crawler : public std::enable_shared_from_this<Crawler> {
   private:
     boost::asio::awaitable<void> fetch_records();
     boost::asio::awaitable<void> keep_looking();
+    boost::asio::awaitable<void> keep_looking_v5();
     void judge(Found& f) const;
 
     std::shared_ptr<disc::V4Service> service_;
+    std::shared_ptr<disc::V5Service> v5_;
     const ChainConfig& config_;
     uint64_t head_number_;
     uint64_t head_time_;

@@ -1,4 +1,5 @@
-// `headerd discover`: a discv4 crawler in the manner of geth's `devp2p discv4 crawl`. It asks the
+// `headerd discover`: a crawler in the manner of geth's `devp2p discv4 crawl` (discv5 too when a
+// bootnode is an enr: record). It asks the
 // bootnodes, then every node it hears of, for nodes near random targets, fetches each node's record
 // (EIP-868) and checks the record's `eth` fork id against our chain; records from DNS node lists
 // (--discovery.dns) are checked the same way.
@@ -59,7 +60,8 @@ boost::json::object node_json(const Found& f) {
 int cmd_discover(int argc, char** argv) {
     CommandSpec spec{
         "discover",
-        "find nodes through discv4 and DNS node lists and tell which serve our chain (their records' eth fork ids)",
+        "find nodes through discv4, discv5 and DNS node lists and tell which serve our chain (their records' eth fork "
+        "ids)",
         "(--bootnodes LIST | --discovery.dns LIST) [--duration S] [--json FILE] [--listen HOST:PORT] [--network NAME | "
         "--synthetic N | "
         "--datadir DIR]",
@@ -119,8 +121,12 @@ int cmd_discover(int argc, char** argv) {
     auto service = start_discovery(io, *key, *settings, *record, listen, "");
     if (!service) return fail(service.error().message);
     auto crawl = std::make_shared<Crawler>(*service, *config, head_number, head_time);
+    std::shared_ptr<disc::V5Service> v5;
+    if (settings->v5) v5 = start_discv5(io, *key, *settings, *record, *service);
+    crawl->use_v5(v5);
     auto dns = start_dns_source(io, *settings, crawl);
     if (!dns) {
+        if (v5) v5->stop();
         (*service)->stop();
         io.run();
         return fail(dns.error().message);
@@ -138,6 +144,7 @@ int cmd_discover(int argc, char** argv) {
         progress.cancel();
         signals.cancel();
         if (*dns) (*dns)->stop();
+        if (v5) v5->stop();
         (*service)->stop();
     };
     signals.async_wait([&](const boost::system::error_code& ec, int) {

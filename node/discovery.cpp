@@ -41,7 +41,9 @@ std::vector<OptionSpec> discovery_options(const std::string& default_mode) {
     return {
         {"discovery", "off|v4|v5|v4,v5",
          "node discovery: discv4 (with EIP-868 records) and/or discv5.1 on the same UDP port (v5 alone still opens "
-         "the port through the discv4 service, which then has no bootnodes); v4 by itself when --bootnodes is given",
+         "the port through the discv4 service, which then has no bootnodes); v4 by itself when --bootnodes is given, "
+         "v4,v5 "
+         "when one of them is an enr: record",
          default_mode, false},
         {"bootnodes", "LIST",
          "discovery bootnodes, comma-separated: enode URLs, enr: records, or a network's public list by name "
@@ -173,6 +175,8 @@ Outcome<DiscoverySettings> parse_discovery(const Args& args, const std::string& 
     for (const disc::Node& n : s.bootnodes) {
         if (n.enr) s.v5_config.bootnodes.push_back(n);
     }
+    // A bootnode given as a record can be asked over discv5 too: without --discovery, both run.
+    if (!args.has("discovery") && !s.v5_config.bootnodes.empty()) s.v5 = true;
     const auto refresh_interval = std::chrono::seconds(static_cast<int64_t>(std::max(1.0, *refresh)));
     s.v4_config.refresh_interval = refresh_interval;
     s.v5_config.refresh_interval = refresh_interval;

@@ -316,6 +316,7 @@ int cmd_serve(int argc, char** argv) {
     std::unique_ptr<DnsSource> follow_dns;
     if (*follow_discovered > 0) {
         follow_crawler = std::make_shared<Crawler>(discv4, *db.config(), db.head()->number, db.head()->timestamp);
+        follow_crawler->use_v5(discv5);
         follow_crawler->start(control);
         for (const auto& b : discovery->bootnodes) follow_crawler->add(b);
         auto dns = start_dns_source(control, *discovery, follow_crawler);

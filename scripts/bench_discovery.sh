@@ -6,6 +6,8 @@
 # `headerd load --profile mix --chain EPOCH` for HEADERD_DISC_DURATION seconds:
 #   off:   serve without discovery;
 #   on:    serve --discovery v4,v5, no bootnodes, nothing sent to its UDP port (only if asked);
+#   closed: serve without discovery while the same flood goes to its (closed) UDP port: what the
+#          flooder and the kernel cost, without discovery's share;
 #   flood: serve --discovery v4,v5 while bench/disc_flood sends HEADERD_DISC_FLOOD junk datagrams to
 #          its UDP port on 127.0.0.1, paced over the load's duration (random bytes; validly signed
 #          unsolicited discv4 Ping, Pong, FindNode, Neighbors, ENRRequest; discv5 random packets
@@ -23,7 +25,8 @@
 #   HEADERD_DISC_DURATION   seconds per load run, and over which the flood is paced (20)
 #   HEADERD_DISC_FLOOD      datagrams per flood (100000)
 #   HEADERD_DISC_CLIENTS    load clients (32)
-#   HEADERD_DISC_CONFIGS    configurations per round, in order ("off flood"; "off on flood" adds on)
+#   HEADERD_DISC_CONFIGS    configurations per round, in order ("off flood"; "off on closed flood" adds
+#                           on and closed)
 #   HEADERD_DISC_RESULTS    results directory (build-release/bench-discovery-<UTC time>)
 #   HEADERD_DISC_NO_BUILD   1: use the binaries already in the build directory, build nothing
 #   HEADERD_RELEASE_DIR     build directory (build-release)
@@ -88,12 +91,13 @@ echo "== load --profile mix --clients $clients --duration $duration --chain $era
 echo "   off:   headerd serve --datadir EPOCH --listen 127.0.0.1:0 --metrics 127.0.0.1:0 --workers 1"
 echo "   on:    the same with --discovery v4,v5 (UDP on the TCP port, 127.0.0.1)"
 echo "   flood: as on, and $flooder --port PORT --server-key KEY --count $flood --seconds $duration"
+echo "   closed: as off (no discovery: the UDP port is closed), and the same flood"
 for ((r = 1; r <= rounds; r++)); do
     for c in $configs; do
         name=$c$r
         echo "-- round $r, $c (load $(load1))"
         case $c in
-            off) bench_serve "$tmp/serve.$name.err" "$epoch" --workers 1 ;;
+            off | closed) bench_serve "$tmp/serve.$name.err" "$epoch" --workers 1 ;;
             on | flood) bench_serve "$tmp/serve.$name.err" "$epoch" --workers 1 --discovery v4,v5 ;;
             *) echo "bench_discovery.sh: unknown configuration $c" >&2; exit 2 ;;
         esac
@@ -104,7 +108,9 @@ for ((r = 1; r <= rounds; r++)); do
         port=${port%%\?*}
         key=${enode#enode://}
         key=${key%%@*}
-        if [ "$c" = flood ]; then
+        if [ "$c" = flood ] || [ "$c" = closed ]; then
+            # Created here: the poll below must not look for it before the flooder's shell has.
+            : >"$results/$name.flood"
             "$flooder" --port "$port" --server-key "$key" --count "$flood" --seconds "$duration" \
                 >"$results/$name.flood" 2>&1 &
             flood_pid=$!
@@ -157,13 +163,13 @@ for x in runs:
     print("%-9s %11.0f %8.1f %7d %9s %12d %12d %6s" % (x["name"], x["hps"], x["p99"], x["errors"], x["verified"],
                                                         x["rss0"], x["rss1"], x["la"]))
 med = {}
-for c in ("off", "on", "flood"):
+for c in ("off", "on", "closed", "flood"):
     g = [x for x in runs if x["c"] == c]
     if g:
         med[c] = {k: statistics.median(x[k] for x in g) for k in ("hps", "p99", "rss0", "rss1")}
         print("median %-6s headers/s %.0f, p99 %.1f ms, VmRSS %.0f KiB before, %.0f KiB after (%+.0f KiB)"
               % (c, med[c]["hps"], med[c]["p99"], med[c]["rss0"], med[c]["rss1"], med[c]["rss1"] - med[c]["rss0"]))
-for c in ("on", "flood"):
+for c in ("on", "closed", "flood"):
     if c in med and "off" in med:
         pairs = [b["hps"] / a["hps"] for a in runs if a["c"] == "off" for b in runs
                  if b["c"] == c and b["name"][len(c):] == a["name"][3:]]
