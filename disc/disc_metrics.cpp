@@ -1,5 +1,6 @@
 #include "disc/disc_metrics.hpp"
 
+#include <iterator>
 #include <string>
 
 #include <prometheus/client_metric.h>
@@ -33,6 +34,34 @@ void add(MetricFamily& f, std::vector<ClientMetric::Label> labels, double value)
 
 double get(const std::atomic<uint64_t>& v) { return static_cast<double>(v.load(std::memory_order_relaxed)); }
 
+const char* v5_message_name(size_t type) {
+    static constexpr const char* kNames[] = {"", "ping", "pong", "findnode", "nodes", "talkreq", "talkresp"};
+    return type < std::size(kNames) ? kNames[type] : "unknown";
+}
+
+// A failed discv5 handshake's reason, by the v5::WireError it failed with (0: we could not make ours).
+const char* v5_handshake_failure(size_t e) {
+    using v5::WireError;
+    switch (static_cast<WireError>(e)) {
+        case WireError::kUnexpectedHandshake:
+            return "unexpected-handshake";
+        case WireError::kBadEphemeralKey:
+            return "bad-ephemeral-key";
+        case WireError::kNoRecord:
+            return "no-record";
+        case WireError::kBadRecord:
+            return "bad-record";
+        case WireError::kRecordIdMismatch:
+            return "record-id-mismatch";
+        case WireError::kBadIdSignature:
+            return "bad-id-signature";
+        case WireError::kDecryptFailed:
+            return "decrypt-failed";
+        default:
+            return e == 0 ? "local" : "other";
+    }
+}
+
 }  // namespace
 
 std::vector<MetricFamily> DiscoveryCollector::Collect() const {
@@ -50,8 +79,8 @@ std::vector<MetricFamily> DiscoveryCollector::Collect() const {
     add(bytes, {v4, {"direction", "in"}}, get(s.bytes_in));
     add(bytes, {v4, {"direction", "out"}}, get(s.bytes_out));
     auto dropped = family("headerd_discovery_dropped_total",
-                          "Discovery packets not acted on, by reason (undecodable, too-big, expired, unsolicited, "
-                          "unbonded).",
+                          "Discovery packets not acted on, by protocol and reason (undecodable, too-big, expired, "
+                          "unsolicited, unbonded, rate-limited, ...).",
                           MetricType::Counter);
     for (size_t r = 0; r < s.dropped.size(); ++r) {
         add(dropped, {v4, {"reason", to_string(static_cast<V4Drop>(r))}}, get(s.dropped[r]));
@@ -75,7 +104,39 @@ std::vector<MetricFamily> DiscoveryCollector::Collect() const {
                           MetricType::Gauge);
     for (size_t b = 0; b < s.bucket_sizes.size(); ++b)
         add(buckets, {v4, {"bucket", std::to_string(b)}}, get(s.bucket_sizes[b]));
-    return {packets, bytes, dropped, timeouts, lookups, lookup_seconds, table, replacements, buckets};
+    if (!v5_) return {packets, bytes, dropped, timeouts, lookups, lookup_seconds, table, replacements, buckets};
+
+    const V5Stats& s5 = v5_->stats();
+    const ClientMetric::Label v5{"protocol", "discv5"};
+    for (size_t t = 1; t < s5.packets_in.size(); ++t) {
+        add(packets, {v5, {"direction", "in"}, {"type", v5_message_name(t)}}, get(s5.packets_in[t]));
+        add(packets, {v5, {"direction", "out"}, {"type", v5_message_name(t)}}, get(s5.packets_out[t]));
+    }
+    add(packets, {v5, {"direction", "in"}, {"type", "whoareyou"}}, get(s5.whoareyou_in));
+    add(packets, {v5, {"direction", "out"}, {"type", "whoareyou"}}, get(s5.whoareyou_out));
+    add(bytes, {v5, {"direction", "in"}}, get(s5.bytes_in));
+    add(bytes, {v5, {"direction", "out"}}, get(s5.bytes_out));
+    for (size_t r = 0; r < s5.dropped.size(); ++r) {
+        add(dropped, {v5, {"reason", to_string(static_cast<V5Drop>(r))}}, get(s5.dropped[r]));
+    }
+    add(timeouts, {v5}, get(s5.request_timeouts));
+    add(lookups, {v5}, get(s5.lookups));
+    add(table, {v5}, get(s5.table_size));
+    auto handshakes = family("headerd_discovery_handshakes_total",
+                             "discv5 handshakes: sent (we answered a WHOAREYOU) and accepted (a peer's verified).",
+                             MetricType::Counter);
+    add(handshakes, {v5, {"result", "sent"}}, get(s5.handshakes_sent));
+    add(handshakes, {v5, {"result", "accepted"}}, get(s5.handshakes_accepted));
+    auto failures = family("headerd_discovery_handshake_failures_total", "discv5 handshakes that failed, by reason.",
+                           MetricType::Counter);
+    // One sample per reason a handshake can fail for (the WireErrors decode reports for handshakes),
+    // plus "local" (index 0: ours could not be made).
+    for (size_t e = 0; e < s5.handshakes_failed.size(); ++e) {
+        const std::string reason = v5_handshake_failure(e);
+        if (reason != "other") add(failures, {v5, {"reason", reason}}, get(s5.handshakes_failed[e]));
+    }
+    return {packets, bytes,        dropped, timeouts,   lookups, lookup_seconds,
+            table,   replacements, buckets, handshakes, failures};
 }
 
 }  // namespace headerd::disc

@@ -267,7 +267,7 @@ int cmd_serve(int argc, char** argv) {
         if (!started) return fail(started.error().message);
         discv4 = *started;
         if (discovery->v5) discv5 = start_discv5(control, *key, *discovery, *record, discv4);
-        if (registry) registry->add_collectable(std::make_shared<disc::DiscoveryCollector>(discv4));
+        if (registry) registry->add_collectable(std::make_shared<disc::DiscoveryCollector>(discv4, discv5));
     }
     // After every collector is registered: the HTTP server takes the list once.
     std::optional<metrics::HttpServer> http;
