@@ -69,8 +69,10 @@ TEST(DiscoveryCollector, CountsBothProtocolsOfRealPings) {
     const auto fb = DiscoveryCollector(b.v4, b.v5).Collect();
     const std::string packets = "headerd_discovery_packets_total";
 
-    EXPECT_EQ(sample(fa, packets, {{"protocol", "discv4"}, {"direction", "out"}, {"type", "ping"}}), 1);
-    EXPECT_EQ(sample(fa, packets, {{"protocol", "discv4"}, {"direction", "in"}, {"type", "pong"}}), 1);
+    // b pings a back to make its own endpoint proof; when that ping comes before b's Pong was read, a
+    // (not yet bonded either) pings again: one or two each way.
+    EXPECT_GE(sample(fa, packets, {{"protocol", "discv4"}, {"direction", "out"}, {"type", "ping"}}), 1);
+    EXPECT_GE(sample(fa, packets, {{"protocol", "discv4"}, {"direction", "in"}, {"type", "pong"}}), 1);
     EXPECT_GE(sample(fb, packets, {{"protocol", "discv4"}, {"direction", "in"}, {"type", "ping"}}), 1);
 
     // discv5: a's PING went as a random packet, b challenged it, a answered with a handshake.
@@ -98,7 +100,7 @@ TEST(DiscoveryCollector, CountsBothProtocolsOfRealPings) {
     // Without a discv5 service, no discv5 sample.
     const auto v4_only = DiscoveryCollector(a.v4).Collect();
     EXPECT_EQ(sample(v4_only, packets, {{"protocol", "discv5"}, {"direction", "out"}, {"type", "ping"}}), -1);
-    EXPECT_EQ(sample(v4_only, packets, {{"protocol", "discv4"}, {"direction", "out"}, {"type", "ping"}}), 1);
+    EXPECT_GE(sample(v4_only, packets, {{"protocol", "discv4"}, {"direction", "out"}, {"type", "ping"}}), 1);
 }
 
 }  // namespace
