@@ -105,8 +105,10 @@ int cmd_serve(int argc, char** argv) {
           "--discovery v4 or --bootnodes); beside or instead of --follow",
           "0", false},
          {"follow-interval", "SECONDS", "how often eth/68 followed peers are asked for their head", "12", false},
-         {"follow-reconnect", "SECONDS", "wait before dialling a followed peer again after its session ended", "5",
-          false},
+         {"follow-reconnect", "SECONDS",
+          "wait before dialling a followed peer again after its session ended (doubled after each failed dial in a "
+          "row, up to 5 min; a discovered peer is replaced by a spare after 3)",
+          "5", false},
          {"keep", "N", "with --follow: recent headers kept in LevelDB, older ones are frozen as the chain grows",
           "90000", false},
          {"reply-delay", "MS",
@@ -171,8 +173,9 @@ int cmd_serve(int argc, char** argv) {
     follow.peers = std::move(*followed);
     auto follow_discovered = args->get_u64("follow-discovered", 0);
     if (!follow_discovered || *follow_discovered > 64) return fail("--follow-discovered must be 0..64");
-    if (*follow_discovered > 0 && !discovery->v4) {
-        return fail("--follow-discovered needs discovery: --discovery v4, --bootnodes LIST or --discovery.dns LIST");
+    if (*follow_discovered > 0 && !discovery->enabled()) {
+        return fail(
+            "--follow-discovered needs discovery: --discovery v4|v5|v4,v5, --bootnodes LIST or --discovery.dns LIST");
     }
     if (!discovery->dns_trees.empty() && *follow_discovered == 0) {
         spdlog::warn("--discovery.dns is read only for --follow-discovered (serving dials no one): ignored");
@@ -333,18 +336,49 @@ int cmd_serve(int argc, char** argv) {
                     found = co_await follow_crawler->wait_for(want, std::chrono::seconds(30), exclude);
                     if (found.size() + follow.peers.size() >= 2) break;
                 }
-                follow_crawler->stop();
-                if (follow_dns) follow_dns->stop();
-                if (shutting_down) co_return;
+                if (shutting_down) {
+                    follow_crawler->stop();
+                    if (follow_dns) follow_dns->stop();
+                    co_return;
+                }
                 for (const auto& e : found) {
                     spdlog::info("Following discovered peer                enode={}",
                                  p2p::enode_url(e.key, e.host, e.port));
                 }
+                // A discovered peer whose dials keep failing is replaced by a spare: another compatible
+                // node found (the --follow peers are never replaced). The follower starts at once;
+                // the spares are looked for 5 s more, then discovery's candidate search ends.
+                auto spares = std::make_shared<std::vector<p2p::Enode>>();
                 {
                     std::lock_guard lock(follow_mutex);
+                    std::set<disc::NodeId> named;
+                    for (const auto& e : follow.peers) named.insert(e.key.node_id());
                     follow.peers.insert(follow.peers.end(), found.begin(), found.end());
+                    // On the follower's thread; follow_mutex guards the spares and follow.peers.
+                    follow.replace = [&follow, &follow_mutex, spares,
+                                      named](const p2p::Enode& lost) -> std::optional<p2p::Enode> {
+                        std::lock_guard l(follow_mutex);
+                        if (named.count(lost.key.node_id()) != 0 || spares->empty()) return std::nullopt;
+                        const p2p::Enode spare = spares->front();
+                        spares->erase(spares->begin());
+                        for (auto& e : follow.peers) {
+                            if (e.key.node_id() == lost.key.node_id()) e = spare;
+                        }
+                        return spare;
+                    };
                 }
                 start_follower();
+                for (const auto& e : found) exclude.insert(e.key.node_id());
+                auto more = co_await follow_crawler->wait_for(2 * want, std::chrono::seconds(5), exclude);
+                follow_crawler->stop();
+                if (follow_dns) follow_dns->stop();
+                size_t count = 0;
+                {
+                    std::lock_guard lock(follow_mutex);
+                    *spares = std::move(more);
+                    count = spares->size();
+                }
+                spdlog::info("Spare discovered peers                   count={}", count);
             },
             asio::detached);
     }

@@ -125,7 +125,19 @@ struct Follower::Impl {
 
     asio::awaitable<void> watch(size_t i) {
         FollowedPeer& p = peers[i];
+        unsigned failures = 0;  // dials in a row that gave no session
         while (!stopping) {
+            if (failures >= config.replace_after && config.replace) {
+                if (auto spare = config.replace(config.peers[i])) {
+                    const std::string address = fmt::format("{}:{}", spare->host, spare->port);
+                    spdlog::warn("Replacing followed peer                  peer={} failures={} new={}", p.address,
+                                 failures, address);
+                    config.peers[i] = *spare;
+                    p.address = address;
+                    failures = 0;
+                }
+            }
+            bool connected = false;
             // Outbound sessions use a key of their own: the followed peer may also dial our server.
             auto watch_key = rlpx::PrivateKey::generate();
             try {
@@ -139,6 +151,8 @@ struct Follower::Impl {
                 auto session = co_await p2p::ClientSession::connect(config.peers[i], *locals[i], options);
                 sessions[i] = session;
                 p.connected = true;
+                connected = true;
+                failures = 0;
                 spdlog::info("Following peer                           peer={} client=\"{}\" eth={}", p.address,
                              session->link().client_id, session->link().version);
                 const bool pushes = eth::has_block_range(session->link().version);
@@ -167,8 +181,16 @@ struct Follower::Impl {
             p.head_hash.reset();
             sessions[i].reset();
             evaluate();
-            if (!stopping) co_await sleep(i, config.reconnect_delay);
+            if (!connected) ++failures;
+            if (!stopping) co_await sleep(i, reconnect_delay(failures));
         }
+    }
+
+    // reconnect_delay, doubled for each failed dial in a row, at most max_reconnect_delay.
+    p2p::Clock::duration reconnect_delay(unsigned failures) const {
+        auto d = config.reconnect_delay;
+        for (unsigned k = 1; k < failures && d < config.max_reconnect_delay; ++k) d *= 2;
+        return std::min(d, std::max(config.reconnect_delay, config.max_reconnect_delay));
     }
 
     void evaluate() {

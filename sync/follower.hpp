@@ -34,8 +34,15 @@ struct FollowConfig {
     std::vector<p2p::Enode> peers;
     // How often eth/68 peers are asked for their head, and how often every report is weighed.
     p2p::Clock::duration poll_interval{std::chrono::seconds(12)};
-    // Wait before dialling a peer again after its session failed or ended.
+    // Wait before dialling a peer again after its session ended; after a failed dial the wait
+    // doubles with each failure in a row, up to max_reconnect_delay (geth's dial backoff, simplified).
     p2p::Clock::duration reconnect_delay{std::chrono::seconds(5)};
+    p2p::Clock::duration max_reconnect_delay{std::chrono::minutes(5)};
+    // With `replace` set, a peer whose dials failed replace_after times in a row is swapped for the
+    // one replace() names (serve --follow-discovered: a spare discovered peer); nullopt keeps it.
+    // replace runs on the follower's thread: it must be thread-safe and must not block.
+    unsigned replace_after{3};
+    std::function<std::optional<p2p::Enode>(const p2p::Enode& lost)> replace;
     // A head whose fetch failed (no peer left, a fork below the freezer) is not tried again before
     // this; another head is tried at once.
     p2p::Clock::duration retry_delay{std::chrono::seconds(60)};

@@ -17,7 +17,9 @@
 # discv5: with the bootnode's enr: record as the only bootnode,
 #   4. headerd discover finds the three servers through discv5 ("found_by": "discv5") and judges
 #      them as above;
-#   5. sync --discover syncs 0..8191 byte-exact from the two mainnet servers found over discv5.
+#   5. sync --discover syncs 0..8191 byte-exact from the two mainnet servers found over discv5;
+#   6. serve --follow-discovered 2 with a third mainnet server up: a followed server that stops is
+#      replaced by the spare after three failed dials.
 # Usage: discovery_sources_test.sh HEADERD DNS_TREE_TOOL. Skips (exit 77) without dnsmasq.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh" "$1"
@@ -31,7 +33,8 @@ source "$(dirname "$0")/sync_lib.sh"
 source "$(dirname "$0")/dns_lib.sh"
 
 "$HEADERD" import --datadir "$WORK/honest1" "$ERA1" >"$WORK/import.log" 2>&1 || fail "import: $(cat "$WORK/import.log")"
-cp -a "$WORK/honest1" "$WORK/honest2" # before its first serve: each makes its own node key
+# Copies before the first serve: each makes its own node key.
+for n in honest2 honest3 follower; do cp -a "$WORK/honest1" "$WORK/$n"; done
 for n in other:10 boot:9; do
     "$HEADERD" generate --datadir "$WORK/${n%:*}" --count 64 --seed "${n#*:}" >"$WORK/generate.log" 2>&1 ||
         fail "generate: $(cat "$WORK/generate.log")"
@@ -117,4 +120,33 @@ grep -q "Discovery done .* compatible=2 using=2" "$WORK/v5.log" || fail "sync: $
 py "$WORK/v5.json" 'len(s["peers"]) == 2 and peer("honest1") and peer("honest2")'
 ! grep -q "Connected .*peer=$(address other) " "$WORK/v5.log" || fail "sync dialled the other chain's server"
 echo "ok: sync --discover --bootnodes enr:BOOT synced 0..8191 byte-exact from the two mainnet servers found over discv5"
+# --- 6. serve --follow-discovered replaces a followed peer that is gone -----------------------------
+# A third mainnet server joins: the follower (the epoch already in its datadir) follows two of the
+# three, keeps the third as a spare, and when one of its two stops for good, dials it three times
+# (0.2, 0.4 s apart...) and then follows the spare instead.
+serve_dir honest3 "$WORK/honest3" 0 --discovery v5 --bootnodes "$BOOT_ENR"
+cp "$WORK/honest3/enode" "$WORK/honest3.enode"
+FRESH_LOG=1 serve_dir follower "$WORK/follower" 0 --discovery v5 --bootnodes "$BOOT_ENR" --follow-discovered 2 \
+    --follow-reconnect 0.2 --follow-interval 1
+poll() { # poll SECONDS WHAT PATTERN: PATTERN appears in the follower's log within SECONDS
+    for _ in $(seq $(($1 * 10))); do
+        grep -q "$3" "$WORK/follower.log" && return 0
+        sleep 0.1
+    done
+    fail "follower: no '$2' within $1 s: $(tail -5 "$WORK/follower.log")"
+}
+poll 40 "spare" "Spare discovered peers .*count=[1-9]"
+followed=()
+for n in honest1 honest2 honest3; do
+    grep -q "Following discovered peer .*enode=$(enode "$n")" "$WORK/follower.log" && followed+=("$n")
+done
+[ ${#followed[@]} -eq 2 ] || fail "the follower follows ${#followed[@]} of the three servers: $(grep 'Following discovered' "$WORK/follower.log")"
+for n in honest1 honest2 honest3; do [[ " ${followed[*]} " == *" $n "* ]] || spare=$n; done
+gone=${followed[0]}
+poll 20 "a session with $gone" "Following peer .*peer=$(address "$gone") "
+stop "$gone"
+poll 30 "the replacement" "Replacing followed peer .*peer=$(address "$gone") failures=3 new=$(address "$spare")"
+poll 20 "a session with the spare $spare" "Following peer .*peer=$(address "$spare") "
+echo "ok: serve --follow-discovered 2 followed ${followed[*]}; $gone stopped, and after 3 failed dials the spare $spare is followed"
+stop follower
 echo "discovery_sources: all checks passed"
