@@ -135,6 +135,7 @@ struct Follower::Impl {
                     config.peers[i] = *spare;
                     p.address = address;
                     failures = 0;
+                    if (config.sync.metrics != nullptr) config.sync.metrics->follow_dial("replaced").Increment();
                 }
             }
             bool connected = false;
@@ -153,6 +154,7 @@ struct Follower::Impl {
                 p.connected = true;
                 connected = true;
                 failures = 0;
+                if (config.sync.metrics != nullptr) config.sync.metrics->follow_dial("connected").Increment();
                 spdlog::info("Following peer                           peer={} client=\"{}\" eth={}", p.address,
                              session->link().client_id, session->link().version);
                 const bool pushes = eth::has_block_range(session->link().version);
@@ -181,7 +183,10 @@ struct Follower::Impl {
             p.head_hash.reset();
             sessions[i].reset();
             evaluate();
-            if (!connected) ++failures;
+            if (!connected) {
+                ++failures;
+                if (config.sync.metrics != nullptr) config.sync.metrics->follow_dial("failed").Increment();
+            }
             if (!stopping) co_await sleep(i, reconnect_delay(failures));
         }
     }

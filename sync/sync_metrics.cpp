@@ -36,7 +36,14 @@ SyncMetrics::SyncMetrics(prometheus::Registry& r)
                     .Name("headerd_sync_peers_dropped_total")
                     .Help("Peers disconnected by the download: fault (a reply that does not fit the proven chain or "
                           "the request), timeout, empty (nothing but empty replies), closed (the session ended).")
-                    .Register(r)) {}
+                    .Register(r)),
+      follow_dials_(&prometheus::BuildCounter()
+                         .Name("headerd_follow_dials_total")
+                         .Help("Dials of the peers serve --follow watches, by outcome: connected, failed, replaced (a "
+                               "discovered peer swapped for a spare after failed dials).")
+                         .Register(r)) {
+    for (const char* outcome : {"connected", "failed", "replaced"}) follow_dial(outcome);
+}
 
 prometheus::Gauge& SyncMetrics::capacity(const std::string& peer) { return capacity_->Add({{"peer", peer}}); }
 

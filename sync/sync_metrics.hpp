@@ -29,6 +29,9 @@ class SyncMetrics {
     prometheus::Gauge& peers() { return *peers_; }         // peers downloading
     prometheus::Gauge& capacity(const std::string& peer);  // headers/s estimate, by peer
     prometheus::Counter& dropped(const std::string& why);  // peers dropped, by kind of fault
+    // serve --follow's dials of its watched peers: connected, failed, replaced (a discovered peer
+    // swapped for a spare after failed dials).
+    prometheus::Counter& follow_dial(const std::string& outcome) { return follow_dials_->Add({{"outcome", outcome}}); }
 
   private:
     prometheus::Gauge* target_;
@@ -38,6 +41,7 @@ class SyncMetrics {
     prometheus::Gauge* peers_;
     prometheus::Family<prometheus::Gauge>* capacity_;
     prometheus::Family<prometheus::Counter>* dropped_;
+    prometheus::Family<prometheus::Counter>* follow_dials_;
 };
 
 }  // namespace headerd::sync

@@ -25,6 +25,8 @@
 source "$(dirname "$0")/lib.sh" "$1"
 TOOL=$2
 [ -x "$TOOL" ] || fail "usage: discovery_sources_test.sh HEADERD DNS_TREE_TOOL"
+# http_body (the follower's /metrics)
+source "$(dirname "$0")/prom_http.sh"
 # serve_dir, stop, PIDS and the EXIT trap that stops every server (dnsmasq among them)
 source "$(dirname "$0")/node_lib.sh"
 # ERA1, HEAD; enode, address, sync_ok, exact
@@ -127,7 +129,7 @@ echo "ok: sync --discover --bootnodes enr:BOOT synced 0..8191 byte-exact from th
 serve_dir honest3 "$WORK/honest3" 0 --discovery v5 --bootnodes "$BOOT_ENR"
 cp "$WORK/honest3/enode" "$WORK/honest3.enode"
 FRESH_LOG=1 serve_dir follower "$WORK/follower" 0 --discovery v5 --bootnodes "$BOOT_ENR" --follow-discovered 2 \
-    --follow-reconnect 0.2 --follow-interval 1
+    --follow-reconnect 0.2 --follow-interval 1 --metrics 127.0.0.1:0
 poll() { # poll SECONDS WHAT PATTERN: PATTERN appears in the follower's log within SECONDS
     for _ in $(seq $(($1 * 10))); do
         grep -q "$3" "$WORK/follower.log" && return 0
@@ -147,6 +149,11 @@ poll 20 "a session with $gone" "Following peer .*peer=$(address "$gone") "
 stop "$gone"
 poll 30 "the replacement" "Replacing followed peer .*peer=$(address "$gone") failures=3 new=$(address "$spare")"
 poll 20 "a session with the spare $spare" "Following peer .*peer=$(address "$spare") "
-echo "ok: serve --follow-discovered 2 followed ${followed[*]}; $gone stopped, and after 3 failed dials the spare $spare is followed"
+MF=$(sed -n 's|.*Metrics enabled .*url=http://127\.0\.0\.1:\([0-9]*\)/metrics.*|\1|p' "$WORK/follower.log" | head -1)
+dials=$(http_body "$MF" /metrics | grep '^headerd_follow_dials_total' | sed 's/.*outcome="\([a-z]*\)"} /\1=/' | tr '\n' ' ')
+[[ " $dials" == *" replaced=1 "* && " $dials" =~ \ failed=([0-9]+) && ${BASH_REMATCH[1]} -ge 3 && \
+    " $dials" =~ \ connected=([0-9]+) && ${BASH_REMATCH[1]} -ge 3 ]] ||
+    fail "headerd_follow_dials_total: $dials (expected replaced=1, failed >= 3, connected >= 3)"
+echo "ok: serve --follow-discovered 2 followed ${followed[*]}; $gone stopped, and after 3 failed dials the spare $spare is followed; dials: $dials"
 stop follower
 echo "discovery_sources: all checks passed"
