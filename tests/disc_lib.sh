@@ -61,15 +61,15 @@ disc_port() {
     fail "no port free for both TCP and UDP"
 }
 
-# disc_serve NAME DATADIR [ARGS...]: headerd serve --discovery v4 on 127.0.0.1 (a port free for TCP
-# and UDP, the same for both); the log is $WORK/NAME.log. Waits for DATADIR/enode (NO_WAIT=1:
-# returns at once).
+# disc_serve NAME DATADIR [ARGS...]: headerd serve --discovery v4 (DISC_MODE: another mode) on
+# 127.0.0.1 (a port free for TCP and UDP, the same for both); the log is $WORK/NAME.log. Waits for
+# DATADIR/enode (NO_WAIT=1: returns at once).
 disc_serve() {
     local name=$1 d=$2 port
     shift 2
     disc_port port
     rm -f "$d/enode"
-    "$HEADERD" serve --datadir "$d" --listen "127.0.0.1:$port" --workers 1 --discovery v4 "$@" >"$WORK/$name.log" 2>&1 &
+    "$HEADERD" serve --datadir "$d" --listen "127.0.0.1:$port" --workers 1 --discovery "${DISC_MODE:-v4}" "$@" >"$WORK/$name.log" 2>&1 &
     # shellcheck disable=SC2004
     PIDS[$name]=$!
     [[ -n ${NO_WAIT:-} ]] || wait_file "$d/enode" "$name" $((10 * SCALE))
