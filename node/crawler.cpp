@@ -90,6 +90,12 @@ size_t Crawler::compatible() const noexcept {
     return n;
 }
 
+size_t Crawler::incompatible() const noexcept {
+    size_t n = 0;
+    for (const auto& [id, f] : found_) n += f.compatibility.has_value() && *f.compatibility != "yes";
+    return n;
+}
+
 std::vector<p2p::Enode> Crawler::candidates(size_t limit, const std::set<disc::NodeId>& exclude) const {
     std::vector<p2p::Enode> out;
     for (const auto& [id, f] : found_) {

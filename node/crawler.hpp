@@ -57,6 +57,8 @@ class Crawler : public std::enable_shared_from_this<Crawler> {
     const std::map<disc::NodeId, Found>& found() const noexcept { return found_; }
     size_t records() const noexcept;
     size_t compatible() const noexcept;
+    // Nodes whose record's fork id fails our filter.
+    size_t incompatible() const noexcept;
     // Up to `limit` compatible nodes with a TCP port, as enode URLs, leaving out `exclude`.
     std::vector<p2p::Enode> candidates(size_t limit, const std::set<disc::NodeId>& exclude = {}) const;
     // Runs until `want` candidates are known or `wait` passed.

@@ -9,6 +9,8 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
@@ -325,15 +327,35 @@ int cmd_serve(int argc, char** argv) {
         auto dns = start_dns_source(control, *discovery, follow_crawler);
         if (!dns) return fail(dns.error().message);
         follow_dns = std::move(*dns);
+        // What the search found, by fork compatibility: compatible, incompatible (the record's
+        // fork id fails our filter) and unknown (no record, or no eth entry in it).
+        prometheus::Family<prometheus::Gauge>* found_family = nullptr;
+        if (registry) {
+            found_family = &prometheus::BuildGauge()
+                                .Name("headerd_discovery_found_nodes")
+                                .Help(
+                                    "Nodes serve --follow-discovered's search found, by fork compatibility of "
+                                    "their records: compatible, incompatible, unknown (no record or no eth entry).")
+                                .Register(registry->registry());
+        }
+        auto note_found = [found_family, crawler = follow_crawler] {
+            if (found_family == nullptr) return;
+            const size_t all = crawler->found().size(), yes = crawler->compatible(), no = crawler->incompatible();
+            found_family->Add({{"compatibility", "compatible"}}).Set(static_cast<double>(yes));
+            found_family->Add({{"compatibility", "incompatible"}}).Set(static_cast<double>(no));
+            found_family->Add({{"compatibility", "unknown"}}).Set(static_cast<double>(all - yes - no));
+        };
+        note_found();
         asio::co_spawn(
             control,
-            [&, want = static_cast<size_t>(*follow_discovered)]() -> asio::awaitable<void> {
+            [&, want = static_cast<size_t>(*follow_discovered), note_found]() -> asio::awaitable<void> {
                 std::set<disc::NodeId> exclude;
                 for (const auto& e : follow.peers) exclude.insert(e.key.node_id());
                 std::vector<p2p::Enode> found;
                 // Until the majority rule can work (two peers in all), then with what was found.
                 while (!shutting_down && found.size() < want) {
                     found = co_await follow_crawler->wait_for(want, std::chrono::seconds(30), exclude);
+                    note_found();
                     if (found.size() + follow.peers.size() >= 2) break;
                 }
                 if (shutting_down) {
@@ -370,6 +392,7 @@ int cmd_serve(int argc, char** argv) {
                 start_follower();
                 for (const auto& e : found) exclude.insert(e.key.node_id());
                 auto more = co_await follow_crawler->wait_for(2 * want, std::chrono::seconds(5), exclude);
+                note_found();
                 follow_crawler->stop();
                 if (follow_dns) follow_dns->stop();
                 size_t count = 0;

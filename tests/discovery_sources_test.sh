@@ -154,6 +154,10 @@ dials=$(http_body "$MF" /metrics | grep '^headerd_follow_dials_total' | sed 's/.
 [[ " $dials" == *" replaced=1 "* && " $dials" =~ \ failed=([0-9]+) && ${BASH_REMATCH[1]} -ge 3 && \
     " $dials" =~ \ connected=([0-9]+) && ${BASH_REMATCH[1]} -ge 3 ]] ||
     fail "headerd_follow_dials_total: $dials (expected replaced=1, failed >= 3, connected >= 3)"
-echo "ok: serve --follow-discovered 2 followed ${followed[*]}; $gone stopped, and after 3 failed dials the spare $spare is followed; dials: $dials"
+# The search found the three mainnet servers compatible and the other two chains' nodes incompatible.
+found=$(http_body "$MF" /metrics | grep '^headerd_discovery_found_nodes' | sed 's/.*compatibility="\([a-z]*\)"} /\1=/' | tr '\n' ' ')
+[[ " $found" == *" compatible=3 "* && " $found" == *" incompatible=2 "* ]] ||
+    fail "headerd_discovery_found_nodes: $found (expected compatible=3, incompatible=2)"
+echo "ok: serve --follow-discovered 2 followed ${followed[*]}; $gone stopped, and after 3 failed dials the spare $spare is followed; dials: $dials; found: $found"
 stop follower
 echo "discovery_sources: all checks passed"
