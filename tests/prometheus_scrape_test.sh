@@ -283,8 +283,9 @@ while IFS= read -r e; do
     grep -q '"status":"success"' <<<"$answer" || fail "dashboard expression failed: $q -> $answer"
     # Panels whose metrics exist from the start must show data (request RTT, the tracker and
     # "> 0" filters may be empty until a load generator runs; the discovery row's series exist only
-    # with --discovery, which this serve does not run).
-    if [[ $q != *request_rtt* && $q != *tracked_requests* && $q != *'> 0'* && $q != *headerd_discovery_* ]]; then
+    # with --discovery, and the follower's dials only with --follow, which this serve does not run).
+    if [[ $q != *request_rtt* && $q != *tracked_requests* && $q != *'> 0'* && $q != *headerd_discovery_* &&
+        $q != *headerd_follow_* ]]; then
         grep -q '"result":\[{' <<<"$answer" || fail "dashboard expression returns no series: $q"
     fi
 done <<<"$exprs"
