@@ -20,7 +20,7 @@ namespace {
 // Fails every lookup at once after cancel(): stop() then waits for a query in flight only.
 class CancellableResolver final : public disc::TxtResolver {
   public:
-    explicit CancellableResolver(std::unique_ptr<disc::TxtResolver> inner) : inner_(std::move(inner)) {}
+    explicit CancellableResolver(std::shared_ptr<disc::TxtResolver> inner) : inner_(std::move(inner)) {}
     Result<std::vector<std::string>> lookup_txt(std::string_view name) override {
         if (cancelled_) return disc::ResolveError::kTryAgain;
         return inner_->lookup_txt(name);
@@ -28,7 +28,7 @@ class CancellableResolver final : public disc::TxtResolver {
     void cancel() noexcept { cancelled_ = true; }
 
   private:
-    std::unique_ptr<disc::TxtResolver> inner_;
+    std::shared_ptr<disc::TxtResolver> inner_;
     std::atomic<bool> cancelled_{false};
 };
 
@@ -62,6 +62,7 @@ struct DnsSource::State {
         while (rest(std::chrono::milliseconds(0))) {
             auto next = client->next();
             if (!next) {
+                if (!rest(std::chrono::milliseconds(0))) break;  // cancelled by stop(): not a failure
                 if (failing.insert(next.error().name).second) {
                     spdlog::warn("DNS node list lookup failed              {}", next.error().message());
                 }
@@ -92,17 +93,21 @@ struct DnsSource::State {
 Outcome<std::unique_ptr<DnsSource>> DnsSource::start(boost::asio::io_context& io, DnsSourceOptions options,
                                                      OnRecord on_record) {
     if (options.trees.empty()) return make_error("DNS discovery: no enrtree:// URL");
-    disc::UdpTxtResolverConfig rc;
-    rc.server = options.server;
-    rc.timeout = options.query_timeout;
-    rc.attempts = options.attempts;
-    auto resolver = disc::UdpTxtResolver::create(rc);
-    if (!resolver) {
-        return make_error(fmt::format("--discovery.dns-server {}: {}", options.server.value_or("(system)"),
-                                      resolver.error().message()));
+    std::shared_ptr<disc::TxtResolver> inner = options.resolver;
+    if (!inner) {
+        disc::UdpTxtResolverConfig rc;
+        rc.server = options.server;
+        rc.timeout = options.query_timeout;
+        rc.attempts = options.attempts;
+        auto resolver = disc::UdpTxtResolver::create(rc);
+        if (!resolver) {
+            return make_error(fmt::format("--discovery.dns-server {}: {}", options.server.value_or("(system)"),
+                                          resolver.error().message()));
+        }
+        inner = std::move(*resolver);
     }
     auto state = std::make_shared<State>(io, std::move(options), std::move(on_record));
-    state->resolver = std::make_unique<CancellableResolver>(std::move(*resolver));
+    state->resolver = std::make_unique<CancellableResolver>(std::move(inner));
     state->client = std::make_unique<disc::DnsClient>(*state->resolver);
     for (const std::string& url : state->options.trees) {
         if (auto added = state->client->add_tree(url); !added) {
@@ -110,7 +115,7 @@ Outcome<std::unique_ptr<DnsSource>> DnsSource::start(boost::asio::io_context& io
         }
     }
     spdlog::info("DNS discovery started                    trees={} server={}", state->options.trees.size(),
-                 state->options.server.value_or("system"));
+                 state->options.resolver ? "(given)" : state->options.server.value_or("system"));
     return std::unique_ptr<DnsSource>(new DnsSource(std::move(state)));
 }
 

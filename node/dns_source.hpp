@@ -25,6 +25,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "core/result.hpp"
+#include "disc/dns_client.hpp"
 #include "disc/enr.hpp"
 
 namespace headerd::node {
@@ -36,6 +37,9 @@ struct DnsSourceOptions {
     std::chrono::milliseconds retry{std::chrono::seconds(10)};
     std::chrono::seconds query_timeout{5};
     int attempts{2};
+    // The resolver to ask instead of DNS (tests); `server`, `query_timeout` and `attempts` are then
+    // not used.
+    std::shared_ptr<disc::TxtResolver> resolver;
 };
 
 class DnsSource {
