@@ -33,6 +33,8 @@ source "$(dirname "$0")/node_lib.sh"
 source "$(dirname "$0")/sync_lib.sh"
 # start_dnsmasq, dnsmasq_queries_only
 source "$(dirname "$0")/dns_lib.sh"
+# poll_until, pid_alive
+source "$(dirname "$0")/../scripts/lib/wait.sh"
 
 "$HEADERD" import --datadir "$WORK/honest1" "$ERA1" >"$WORK/import.log" 2>&1 || fail "import: $(cat "$WORK/import.log")"
 # Copies before the first serve: each makes its own node key.
@@ -130,12 +132,10 @@ serve_dir honest3 "$WORK/honest3" 0 --discovery v5 --bootnodes "$BOOT_ENR"
 cp "$WORK/honest3/enode" "$WORK/honest3.enode"
 FRESH_LOG=1 serve_dir follower "$WORK/follower" 0 --discovery v5 --bootnodes "$BOOT_ENR" --follow-discovered 2 \
     --follow-reconnect 0.2 --follow-interval 1 --metrics 127.0.0.1:0
-poll() { # poll SECONDS WHAT PATTERN: PATTERN appears in the follower's log within SECONDS
-    for _ in $(seq $(($1 * 10))); do
-        grep -q "$3" "$WORK/follower.log" && return 0
-        sleep 0.1
-    done
-    fail "follower: no '$2' within $1 s: $(tail -5 "$WORK/follower.log")"
+# poll SECONDS WHAT PATTERN: PATTERN appears in the follower's log within SECONDS (while it runs).
+poll() {
+    poll_until "$1" 0.1 pid_alive "${PIDS[follower]}" -- grep -q "$3" "$WORK/follower.log" ||
+        fail "follower: no '$2' within $1 s ($POLL_REASON): $(tail -5 "$WORK/follower.log")"
 }
 poll 40 "spare" "Spare discovered peers .*count=[1-9]"
 followed=()
