@@ -70,15 +70,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "== machine"
-echo "cpu:     $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n1), $(nproc) cores"
-echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)"
-echo "commit:  $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+bench_machine
 echo "results: $results"
 
-rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
-load1() { cut -d' ' -f1 /proc/loadavg; }
 
 epoch=$tmp/epoch0
 echo

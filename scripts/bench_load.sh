@@ -107,11 +107,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "== machine"
-echo "cpu:     $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n1), $(nproc) cores"
-echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)"
-echo "commit:  $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+bench_machine
 echo "ulimit:  -n $(ulimit -n), hard $(ulimit -Hn)"
 if [ "$have_node" = 1 ]; then echo "node:    $(node --version)"; fi
 echo "results: $results"
@@ -120,8 +116,6 @@ clk_tck=$(getconf CLK_TCK)
 # utime + stime of every thread of PID, in clock ticks (fields 14 and 15 of /proc/PID/stat; the
 # name in parentheses is cut off first, it may hold spaces).
 cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
-rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
-load1() { cut -d' ' -f1 /proc/loadavg; }
 
 # start_headerd DATADIR [serve options]: sets server_pid, enode, metrics_url.
 start_headerd() {

@@ -1,12 +1,26 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2034 # the variables it sets are for the script that sources it
-# The chain set-up of the loopback benchmarks (scripts/bench_load.sh, scripts/bench_p2p.sh): the
-# release build, generated and imported datadirs, and `headerd serve` on loopback. Source it from
+# The chain set-up of the loopback benchmarks (scripts/bench_load.sh, scripts/bench_p2p.sh,
+# scripts/bench_discovery.sh): the machine lines of a report, the release build, generated and
+# imported datadirs, and `headerd serve` on loopback. Source it from
 # the checkout's root; it defines functions only. bench_build sets `headerd`, which the others run.
 
 # poll_until, pid_alive
 # shellcheck source=scripts/lib/wait.sh
 source "$(dirname "${BASH_SOURCE[0]}")/wait.sh"
+
+# bench_machine: the "== machine" lines every benchmark report starts with (cpu, date, load
+# average, commit); the script prints its own lines after them.
+bench_machine() {
+    echo "== machine"
+    echo "cpu:     $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n1), $(nproc) cores"
+    echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)"
+    echo "commit:  $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+}
+# rss_kib PID: its VmRSS in KiB (0 when it is gone); load1: the 1-minute load average.
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
+load1() { cut -d' ' -f1 /proc/loadavg; }
 
 # bench_build BUILD_DIR TARGET...: configures BUILD_DIR as a Release build with warnings as errors
 # and builds TARGET... (at a lower priority, through ccache as the test command's builds: another
