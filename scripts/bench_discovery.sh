@@ -42,7 +42,7 @@ results=${HEADERD_DISC_RESULTS:-$build_dir/bench-discovery-$(date -u +%Y%m%dT%H%
 era1=tests/data/mainnet-00000-5ec1ffb8.era1
 keep=2048
 
-# bench_build, bench_import, bench_serve
+# bench_machine, bench_build, bench_import, bench_serve, rss_kib, load1
 # shellcheck source=scripts/lib/bench_chain.sh
 source scripts/lib/bench_chain.sh
 if [ "${HEADERD_DISC_NO_BUILD:-0}" = 1 ]; then

@@ -81,7 +81,7 @@ scale_keep=90000 # the generated chains
 
 step() { [[ " $steps " == *" $1 "* ]]; }
 
-# bench_build, bench_generate, bench_import, bench_serve
+# bench_machine, bench_build, bench_generate, bench_import, bench_serve, rss_kib, load1
 # shellcheck source=scripts/lib/bench_chain.sh
 source scripts/lib/bench_chain.sh
 bench_build "$build_dir" headerd
