@@ -25,12 +25,13 @@ if [ -z "$build_only" ]; then
     # Tests, benchmarks, format check and fuzzing (clang), the strace-based and Prometheus tests,
     # and headless Chromium for the load report's browser test; curl for scraping in tests; ccache
     # for the four builds of the test command (scripts/ccache.sh); dnsmasq-base (the binary alone,
-    # no system service) serves the DNS discovery test's trees on 127.0.0.1.
+    # no system service) serves the DNS discovery test's trees on 127.0.0.1; systemd for
+    # systemd-analyze, which rates deploy/systemd/headerd.service (nothing is started or enabled).
     packages+=(
         ccache clang-format clang libclang-rt-14-dev
         libgtest-dev libgmock-dev libbenchmark-dev
         strace prometheus chromium curl
-        dnsmasq-base
+        dnsmasq-base systemd
     )
     # Node.js and npm run the interop tests' independent peer; any Node.js >= 18 will do, so a
     # machine that already has one (from Debian or NodeSource) keeps it.
