@@ -28,10 +28,15 @@ void Crawler::start(asio::io_context& io, size_t parallel) {
     };
     for (const auto& n : service_->table().nodes()) add(n);
     asio::co_spawn(
-        io, [self = shared_from_this()] { return self->keep_looking(); }, asio::detached);
+        io, [self = shared_from_this()] { return self->keep_looking<disc::v4::NodeKey>(self->service_, {}); },
+        asio::detached);
     if (v5_) {
         asio::co_spawn(
-            io, [self = shared_from_this()] { return self->keep_looking_v5(); }, asio::detached);
+            io,
+            [self = shared_from_this()] {
+                return self->keep_looking<disc::NodeId>(self->v5_, [self] { self->add_v5_table(); });
+            },
+            asio::detached);
     }
     for (size_t i = 0; i < parallel; ++i) {
         asio::co_spawn(
@@ -147,38 +152,28 @@ awaitable<void> Crawler::fetch_records() {
     }
 }
 
-awaitable<void> Crawler::keep_looking() {
+template <class Target, class Service>
+awaitable<void> Crawler::keep_looking(std::shared_ptr<Service> service, std::function<void()> after_each) {
     std::mt19937_64 rng(std::random_device{}());
     asio::steady_timer pause(co_await asio::this_coro::executor);
     while (!stopping_) {
-        disc::v4::NodeKey target;
+        Target target;
         for (auto& b : target) b = static_cast<uint8_t>(rng());
-        const auto nodes = co_await service_->lookup(target);
+        const auto nodes = co_await service->lookup(target);
+        if (stopping_) break;
+        if (after_each) after_each();
         // Nobody to ask or nobody answered (an empty table, a DNS-only crawl): a lookup then ends
         // without waiting for anything, so pause, or the loop would hold the io thread.
-        if (nodes.empty() || service_->table().size() == 0) {
+        if (nodes.empty() || service->table().size() == 0) {
             pause.expires_after(std::chrono::milliseconds(500));
             co_await pause.async_wait(kTuple);
         }
     }
 }
 
-awaitable<void> Crawler::keep_looking_v5() {
-    std::mt19937_64 rng(std::random_device{}());
-    asio::steady_timer pause(co_await asio::this_coro::executor);
-    while (!stopping_) {
-        disc::NodeId target;
-        for (auto& b : target) b = static_cast<uint8_t>(rng());
-        const auto nodes = co_await v5_->lookup(target);
-        if (stopping_) break;
-        // Every node of the table: a lookup returns the closest 16, the table holds all it verified.
-        for (const disc::Node& n : v5_->table().nodes()) {
-            if (n.enr) add_record(*n.enr, "discv5");
-        }
-        if (nodes.empty() || v5_->table().size() == 0) {
-            pause.expires_after(std::chrono::milliseconds(500));
-            co_await pause.async_wait(kTuple);
-        }
+void Crawler::add_v5_table() {
+    for (const disc::Node& n : v5_->table().nodes()) {
+        if (n.enr) add_record(*n.enr, "discv5");
     }
 }
 

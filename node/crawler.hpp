@@ -8,6 +8,7 @@
 // record (or without an eth entry) is never a candidate.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -67,8 +68,12 @@ class Crawler : public std::enable_shared_from_this<Crawler> {
 
   private:
     boost::asio::awaitable<void> fetch_records();
-    boost::asio::awaitable<void> keep_looking();
-    boost::asio::awaitable<void> keep_looking_v5();
+    // Lookups at random targets (of type Target) through `service` until stop(), `after_each` run
+    // after every one; a pause after a lookup that found nobody.
+    template <class Target, class Service>
+    boost::asio::awaitable<void> keep_looking(std::shared_ptr<Service> service, std::function<void()> after_each);
+    // Every discv5 table node with a record (a lookup returns only the closest 16).
+    void add_v5_table();
     void judge(Found& f) const;
 
     std::shared_ptr<disc::V4Service> service_;

@@ -135,7 +135,7 @@ struct Follower::Impl {
                     config.peers[i] = *spare;
                     p.address = address;
                     failures = 0;
-                    if (config.sync.metrics != nullptr) config.sync.metrics->follow_dial("replaced").Increment();
+                    count_dial("replaced");
                 }
             }
             bool connected = false;
@@ -154,7 +154,7 @@ struct Follower::Impl {
                 p.connected = true;
                 connected = true;
                 failures = 0;
-                if (config.sync.metrics != nullptr) config.sync.metrics->follow_dial("connected").Increment();
+                count_dial("connected");
                 spdlog::info("Following peer                           peer={} client=\"{}\" eth={}", p.address,
                              session->link().client_id, session->link().version);
                 const bool pushes = eth::has_block_range(session->link().version);
@@ -185,10 +185,14 @@ struct Follower::Impl {
             evaluate();
             if (!connected) {
                 ++failures;
-                if (config.sync.metrics != nullptr) config.sync.metrics->follow_dial("failed").Increment();
+                count_dial("failed");
             }
             if (!stopping) co_await sleep(i, reconnect_delay(failures));
         }
+    }
+
+    void count_dial(const char* outcome) const {
+        if (config.sync.metrics != nullptr) config.sync.metrics->follow_dial(outcome).Increment();
     }
 
     // reconnect_delay, doubled for each failed dial in a row, at most max_reconnect_delay.
