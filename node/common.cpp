@@ -187,4 +187,18 @@ Outcome<const ChainConfig*> network_from_args(const Args& args, std::optional<sy
     return &mainnet_config();
 }
 
+namespace {
+
+// A signal set for SIGINT and SIGTERM on an io_context that is never run: while it exists asio
+// keeps its handler for the two signals. Made once and never destroyed, on purpose.
+void keep_stop_signals_caught() {
+    static auto* const io = new boost::asio::io_context(1);
+    static auto* const set = new boost::asio::signal_set(*io, SIGINT, SIGTERM);
+    (void)set;
+}
+
+}  // namespace
+
+StopSignals::StopSignals(boost::asio::io_context& io) : set_(io, SIGINT, SIGTERM) { keep_stop_signals_caught(); }
+
 }  // namespace headerd::node

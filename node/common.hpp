@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
 
 #include "core/synthetic.hpp"
 #include "db/chain_db.hpp"
@@ -77,5 +79,26 @@ inline constexpr uint64_t kSpareDescriptors = 256;
 // Raises RLIMIT_NOFILE's soft limit to `needed` as far as the hard limit allows; the error names the
 // limit and `why` when the hard limit is too low.
 Outcome<void> ensure_descriptors(uint64_t needed, const std::string& why);
+
+// SIGINT and SIGTERM, on which a long-running command stops. A user or a supervisor may signal
+// again while the command winds down; asio gives a signal back its default action (terminate) when
+// the last set watching it goes away, which would cut short the closing of databases and turn a
+// clean stop into exit status 143. So the first StopSignals also opens a set that is never closed:
+// the signals stay caught (and, once the command's set is gone, unheeded) until the process ends
+// with the status the command returns.
+class StopSignals {
+  public:
+    explicit StopSignals(boost::asio::io_context& io);
+
+    // The handler gets (error_code, signal number), as boost::asio::signal_set::async_wait's does.
+    template <class Handler>
+    void async_wait(Handler&& handler) {
+        set_.async_wait(std::forward<Handler>(handler));
+    }
+    void cancel() { set_.cancel(); }
+
+  private:
+    boost::asio::signal_set set_;
+};
 
 }  // namespace headerd::node

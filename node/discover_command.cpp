@@ -17,7 +17,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
 
@@ -135,7 +134,7 @@ int cmd_discover(int argc, char** argv) {
     const auto started = std::chrono::steady_clock::now();
     asio::steady_timer deadline(io, std::chrono::milliseconds(static_cast<int64_t>(*duration * 1000)));
     asio::steady_timer progress(io);
-    asio::signal_set signals(io, SIGINT, SIGTERM);
+    StopSignals signals(io);
     bool finished = false;
     auto finish = [&] {
         finished = true;

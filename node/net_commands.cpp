@@ -17,7 +17,6 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
@@ -430,7 +429,7 @@ int cmd_serve(int argc, char** argv) {
         };
     }
     sync::Scrubber scrubber(db, scrub);
-    asio::signal_set signals(control, SIGINT, SIGTERM);
+    StopSignals signals(control);
     signals.async_wait([&](const boost::system::error_code& ec, int signo) {
         if (ec) return;
         spdlog::info("Shutting down                            signal={} peers={}", signo, server.peers());

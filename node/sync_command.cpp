@@ -10,7 +10,6 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
 
@@ -253,7 +252,7 @@ int cmd_sync(int argc, char** argv) {
     }
 
     sync::Syncer syncer(io, db, local, cfg);
-    asio::signal_set signals(io, SIGINT, SIGTERM);
+    StopSignals signals(io);
     signals.async_wait([&](const boost::system::error_code& ec, int signo) {
         if (ec) return;
         spdlog::info("Stopping                                 signal={}", signo);

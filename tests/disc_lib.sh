@@ -109,7 +109,8 @@ missing_ids() {
     if [[ -s $1 ]]; then comm -13 <(ids "$1") <(sort <<<"$2"); else sort <<<"$2"; fi
 }
 
-# stop_all_within SECONDS NAME...: stop_within for several processes at once (SIGTERM to all first).
+# stop_all_within SECONDS NAME...: stop_within for several processes at once (SIGTERM to all first;
+# stop_within then signals each again, which a headerd winding down must take calmly).
 stop_all_within() {
     local secs=$1 n
     shift
