@@ -1,0 +1,1 @@
+# The serving component as an installed CMake package (docs/embedding.md).
