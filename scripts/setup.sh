@@ -3,9 +3,9 @@
 # Uses sudo for apt-get when not root. Safe to run repeatedly.
 #
 #   scripts/setup.sh               everything: build, tests, benchmarks, fuzzing, interop, monitoring
-#   scripts/setup.sh --build-only  only what building the headerd binary needs (compiler, CMake,
-#                                  Ninja, the libraries it links); deploy/Dockerfile uses this, with
-#                                  -DHEADERD_BUILD_TESTS=OFF -DHEADERD_BUILD_BENCHMARKS=OFF
+#   scripts/setup.sh --build-only  only what building the headerd binary and its .deb needs (compiler,
+#                                  CMake, Ninja, the libraries it links, cpack's tools); deploy/Dockerfile
+#                                  uses this, with -DHEADERD_BUILD_TESTS=OFF -DHEADERD_BUILD_BENCHMARKS=OFF
 set -euo pipefail
 
 build_only=
@@ -20,18 +20,22 @@ packages=(
     build-essential cmake ninja-build pkg-config
     libboost1.81-dev libleveldb-dev libsnappy-dev libspdlog-dev libfmt-dev
     libsecp256k1-dev libssl-dev libcrypto++-dev prometheus-cpp-dev libtomlplusplus-dev libxxhash-dev
+    # cpack -G DEB (docs/packaging.md): dpkg-shlibdeps computes the package's Depends, and CPack
+    # runs file to find the ELF files to give it.
+    dpkg-dev file
 )
 if [ -z "$build_only" ]; then
     # Tests, benchmarks, format check and fuzzing (clang), the strace-based and Prometheus tests,
     # and headless Chromium for the load report's browser test; curl for scraping in tests; ccache
     # for the four builds of the test command (scripts/ccache.sh); dnsmasq-base (the binary alone,
     # no system service) serves the DNS discovery test's trees on 127.0.0.1; systemd for
-    # systemd-analyze, which rates deploy/systemd/headerd.service (nothing is started or enabled).
+    # systemd-analyze, which rates deploy/systemd/headerd.service (nothing is started or enabled);
+    # debootstrap makes the clean Debian 12 root that tests/package_test.sh installs the .deb into.
     packages+=(
         ccache clang-format clang libclang-rt-14-dev
         libgtest-dev libgmock-dev libbenchmark-dev
         strace prometheus chromium curl
-        dnsmasq-base systemd
+        dnsmasq-base systemd debootstrap
     )
     # Node.js and npm run the interop tests' independent peer; any Node.js >= 18 will do, so a
     # machine that already has one (from Debian or NodeSource) keeps it.
