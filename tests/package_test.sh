@@ -1,0 +1,310 @@
+#!/usr/bin/env bash
+# The Debian package (docs/packaging.md) installed into a clean Debian 12 root:
+#  1. without root: deploy/headerd.toml documents every option of `headerd serve` and every key of
+#     it is one headerd accepts; the man page made by the build covers every command and groff
+#     reads it without a warning;
+#  2. cpack builds headerd_<version>_<arch>.deb from BUILD_DIR: stripped binary, Depends from
+#     dpkg-shlibdeps, the conffile, the maintainer scripts;
+#  3. a Debian 12 minbase root made by debootstrap (cached as a tarball under
+#     ${XDG_CACHE_HOME:-$HOME/.cache}/headerd/, so only the first run downloads it), with /proc
+#     mounted, where `apt-get install ./headerd_*.deb` pulls the dependencies; the files are where
+#     docs/packaging.md says, the user, group and datadir exist, the unit passes
+#     `systemd-analyze verify` (when the host has systemd-analyze);
+#  4. the unit's ExecStart line, read from the installed unit, run as the user headerd in its
+#     working directory with its umask, on a datadir imported from the mainnet epoch 0 and a
+#     config that listens on 127.0.0.1 only: `headerd get` fetches 192 headers from 8000 whose
+#     hashes match the mainnet list; SIGTERM stops it with exit code 0;
+#  5. `dpkg --purge` leaves nothing of the package (dpkg -L taken before, every new path of the
+#     root compared) but the datadir and the user that owns it; installed again,
+#     `HEADERD_PURGE_DATA=1 dpkg --purge` removes those too.
+# Needs root (or passwordless sudo), debootstrap and a reachable Debian mirror: otherwise it prints
+# "SKIPPED: ... because ..." and exits 77 (CTest counts it as skipped). HEADERD_DEBIAN_MIRROR sets
+# the mirror (default: the host's Debian mirror from /etc/apt, else http://deb.debian.org/debian).
+# Usage: package_test.sh HEADERD BUILD_DIR
+source "$(dirname "$0")/lib.sh" "$1"
+BUILD=$(cd "${2:?usage: $0 HEADERD BUILD_DIR}" && pwd)
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+# poll_until
+# shellcheck source=../scripts/lib/wait.sh
+source "$SRC/scripts/lib/wait.sh"
+T0=$SECONDS
+say() { echo "package_test: [$((SECONDS - T0)) s] $*"; }
+skip() {
+    echo "SKIPPED: package test (tests/package_test.sh) because $*"
+    exit 77
+}
+
+# --- 1. the example config and the man page (no root needed) ------------------------------------
+
+CONFIG=$SRC/deploy/headerd.toml
+# Every option of serve's help, as a config key (a leading "#" when it shows a default).
+missing=()
+while read -r key; do
+    grep -qE "^#?$key = " "$CONFIG" || missing+=("$key")
+done < <("$HEADERD" serve --help | sed -n 's/^  --\([a-z][a-z.-]*\).*/\1/p' | tr . - | grep -vxE 'help|config')
+[ ${#missing[@]} -eq 0 ] || fail "deploy/headerd.toml does not document serve's ${missing[*]}"
+# Every key, commented or not, is one headerd knows with a value of the right kind: all of them set
+# at once, read by inspect (which checks the [serve] table's keys and values too).
+"$HEADERD" generate --datadir "$WORK/cfg-data" --count 16 >/dev/null 2>&1 || fail "generate"
+sed -E 's/^#([a-z][a-z-]* = )/\1/' "$CONFIG" >"$WORK/all-keys.toml"
+"$HEADERD" inspect --config "$WORK/all-keys.toml" --datadir "$WORK/cfg-data" >/dev/null 2>"$WORK/cfg.err" ||
+    fail "deploy/headerd.toml with every key set is refused: $(cat "$WORK/cfg.err")"
+say "ok: deploy/headerd.toml documents every serve option ($(grep -cE '^#?[a-z][a-z-]* = ' "$CONFIG") keys), all accepted"
+
+MAN=$BUILD/man/headerd.1.gz
+[ -s "$MAN" ] || fail "no man page $MAN (the build makes it: target headerd_man_page)"
+for c in $("$HEADERD" --help | awk '/^Commands:/ {on = 1; next} on && /^  [a-z]/ {print $1}'); do
+    zcat "$MAN" | grep -qF ".SS \"headerd $c\"" || fail "the man page has no section for '$c'"
+done
+if command -v groff >/dev/null; then
+    warnings=$(zcat "$MAN" | groff -man -ww -z 2>&1) || true
+    [ -z "$warnings" ] || fail "groff warns about the man page: $warnings"
+fi
+say "ok: headerd(1) covers every command"
+
+# --- privileges and tools --------------------------------------------------------------------------
+
+SUDO=()
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null && sudo -n true 2>/dev/null ||
+        skip "it is not root and has no passwordless sudo (chroot, mount and dpkg need root)"
+    SUDO=(sudo -n)
+fi
+for tool in cpack dpkg-deb dpkg-shlibdeps file; do
+    command -v "$tool" >/dev/null || skip "$tool is missing (scripts/setup.sh installs it)"
+done
+if ! command -v debootstrap >/dev/null && ! PATH=$PATH:/usr/sbin:/sbin command -v debootstrap >/dev/null; then
+    say "debootstrap missing: installing it"
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends debootstrap \
+        >"$WORK/apt-debootstrap.log" 2>&1 ||
+        skip "debootstrap is missing and apt-get could not install it: $(tail -n 1 "$WORK/apt-debootstrap.log")"
+fi
+export PATH=$PATH:/usr/sbin:/sbin
+
+# The chroot's /proc is mounted while the test runs; the EXIT trap stops serve, unmounts it and only
+# then removes the work directory (as root: the root's files are root's).
+R=$WORK/root
+SERVE_PID=
+cleanup() {
+    if [ -n "$SERVE_PID" ]; then "${SUDO[@]}" kill -9 "$SERVE_PID" 2>/dev/null || true; fi
+    local m
+    for m in "$R/dev" "$R/proc"; do
+        if mountpoint -q "$m" 2>/dev/null; then
+            "${SUDO[@]}" umount "$m" || "${SUDO[@]}" umount -l "$m" || true
+        fi
+    done
+    if mountpoint -q "$R/proc" 2>/dev/null || mountpoint -q "$R/dev" 2>/dev/null; then
+        echo "package_test: $R still has mounts; not removing $WORK" >&2
+    else
+        "${SUDO[@]}" rm -rf "$WORK"
+    fi
+}
+trap cleanup EXIT
+in_root() { "${SUDO[@]}" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C DEBIAN_FRONTEND=noninteractive chroot "$R" "$@"; }
+
+# --- 2. the .deb -----------------------------------------------------------------------------------
+
+[ -f "$BUILD/CPackConfig.cmake" ] || fail "$BUILD/CPackConfig.cmake missing: configure the build first"
+cpack -G DEB -B "$WORK/cpack" --config "$BUILD/CPackConfig.cmake" >"$WORK/cpack.log" 2>&1 ||
+    fail "cpack failed: $(tail -n 20 "$WORK/cpack.log")"
+DEB=$(compgen -G "$WORK/cpack/headerd_*_$(dpkg --print-architecture).deb") || fail "cpack made no headerd_*.deb: $(ls "$WORK/cpack")"
+version=$(dpkg-deb --field "$DEB" Version)
+depends=$(dpkg-deb --field "$DEB" Depends)
+[ "$(basename "$DEB")" = "headerd_${version}_$(dpkg --print-architecture).deb" ] || fail "package file name $(basename "$DEB")"
+[[ $depends == *libc6* && $depends == *libleveldb* && $depends == *libssl3* && $depends == *passwd* ]] ||
+    fail "Depends lacks a library package (dpkg-shlibdeps did not run?): $depends"
+dpkg-deb --ctrl-tarfile "$DEB" | tar -t | sort | tr '\n' ' ' >"$WORK/control.txt"
+for f in conffiles postinst prerm postrm; do grep -q "\./$f " "$WORK/control.txt" || fail "no $f in the control archive"; done
+[ "$(dpkg-deb --info "$DEB" conffiles)" = /etc/headerd/headerd.toml ] || fail "conffiles: $(dpkg-deb --info "$DEB" conffiles)"
+mkdir "$WORK/x" && dpkg-deb -x "$DEB" "$WORK/x"
+if readelf -S "$WORK/x/usr/bin/headerd" | grep -qE '\.symtab|\.debug_info'; then fail "/usr/bin/headerd is not stripped"; fi
+say "ok: $(basename "$DEB"), $(stat -c %s "$DEB") bytes, stripped, Depends: $depends"
+
+# --- 3. a clean Debian 12 root, the package installed ------------------------------------------------
+
+mirror=${HEADERD_DEBIAN_MIRROR:-}
+if [ -z "$mirror" ] && grep -qx 'ID=debian' /etc/os-release 2>/dev/null; then
+    # The host's own mirror (.list lines, then deb822 .sources), not its security archive.
+    mirror=$({
+        grep -hs '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list |
+            awk '{for (i = 2; i <= NF; i++) if ($i ~ /^https?:\/\//) {print $i; break}}'
+        grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}'
+    } | grep -v security | head -n 1) || true
+fi
+mirror=${mirror:-http://deb.debian.org/debian}
+arch=$(dpkg --print-architecture)
+CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/headerd
+TARBALL=$CACHE/debootstrap-bookworm-minbase-$arch.tar.gz
+mkdir -p "$CACHE"
+if [ -s "$TARBALL" ]; then
+    say "unpacking the cached Debian 12 root $TARBALL"
+    "${SUDO[@]}" mkdir "$R"
+    "${SUDO[@]}" tar -C "$R" -xzf "$TARBALL" || fail "cannot unpack $TARBALL (delete it to make it again)"
+else
+    say "no cached root: debootstrap --variant=minbase bookworm from $mirror (a few minutes, once)"
+    if ! timeout 1500 "${SUDO[@]}" debootstrap --variant=minbase bookworm "$R" "$mirror" >"$WORK/debootstrap.log" 2>&1; then
+        host=${mirror#*://}
+        host=${host%%/*}
+        if ! timeout 10 bash -c "exec 3<>/dev/tcp/${host%:*}/80" 2>/dev/null; then
+            skip "the Debian mirror $mirror cannot be reached (set HEADERD_DEBIAN_MIRROR)"
+        fi
+        fail "debootstrap failed: $(tail -n 20 "$WORK/debootstrap.log")"
+    fi
+    # A clean root as debootstrap left it, without its download cache; written whole or not at all.
+    "${SUDO[@]}" rm -rf "$R/var/cache/apt/archives/"*.deb
+    "${SUDO[@]}" tar -C "$R" -czf - . >"$TARBALL.tmp.$$" && mv "$TARBALL.tmp.$$" "$TARBALL" ||
+        { rm -f "$TARBALL.tmp.$$"; fail "cannot write $TARBALL"; }
+    say "cached the root as $TARBALL ($(du -h "$TARBALL" | cut -f1))"
+fi
+"${SUDO[@]}" mount -t proc proc "$R/proc"
+# /dev/null and friends: a root made where mknod is not allowed has no device nodes.
+if [ ! -c "$R/dev/null" ]; then "${SUDO[@]}" mount --bind /dev "$R/dev"; fi
+"${SUDO[@]}" cp /etc/resolv.conf "$R/etc/resolv.conf" 2>/dev/null || true
+
+# Every path of the root before the install (without what apt, dpkg and the test itself change).
+snapshot() {
+    "${SUDO[@]}" find "$R" -xdev \( -path "$R/proc" -o -path "$R/dev" -o -path "$R/tmp" -o -path "$R/var/lib/apt" \
+        -o -path "$R/var/cache" -o -path "$R/var/log" -o -path "$R/var/lib/dpkg" \) -prune -o -print |
+        sed "s|^$R||; /^$/d" | sort
+}
+snapshot >"$WORK/before.txt"
+"${SUDO[@]}" cp "$DEB" "$R/tmp/"
+"${SUDO[@]}" cp "$DATA/mainnet-00000-5ec1ffb8.era1" "$R/tmp/"
+say "apt-get update and install ./$(basename "$DEB") in the root"
+in_root apt-get update -q >"$WORK/apt.log" 2>&1 || fail "apt-get update in the root: $(tail -n 5 "$WORK/apt.log")"
+in_root apt-get install -y -q --no-install-recommends "/tmp/$(basename "$DEB")" >>"$WORK/apt.log" 2>&1 ||
+    fail "apt-get install of the package: $(tail -n 20 "$WORK/apt.log")"
+in_root dpkg-query -W -f='${Status}\n' headerd | grep -q "install ok installed" || fail "headerd not installed"
+say "ok: installed with $(grep -c '^Setting up' "$WORK/apt.log") packages set up (the dependencies pulled by apt)"
+
+# The program runs in the root: --version where the program has it, else --help.
+if in_root /usr/bin/headerd --version >"$WORK/version.txt" 2>&1; then
+    say "ok: headerd --version: $(head -n 1 "$WORK/version.txt")"
+else
+    in_root /usr/bin/headerd --help >"$WORK/help.txt" 2>&1 || fail "headerd --help in the root: $(cat "$WORK/help.txt")"
+    say "note: headerd has no --version (yet); headerd --help runs in the root: $(head -n 1 "$WORK/help.txt")"
+fi
+# The files where docs/packaging.md says.
+for f in /usr/bin/headerd /etc/headerd/headerd.toml /usr/lib/systemd/system/headerd.service \
+    /usr/share/man/man1/headerd.1.gz /usr/share/doc/headerd/README.md /usr/share/doc/headerd/docs/operations.md; do
+    in_root dpkg -S "$f" >/dev/null 2>&1 || fail "$f is not a file of the package"
+    "${SUDO[@]}" test -f "$R$f" || fail "$f missing after the install"
+done
+"${SUDO[@]}" cmp -s "$R/usr/lib/systemd/system/headerd.service" "$SRC/deploy/systemd/headerd.service" ||
+    fail "the installed unit differs from deploy/systemd/headerd.service"
+in_root dpkg-query -W -f='${Conffiles}\n' headerd | grep -q '/etc/headerd/headerd.toml' ||
+    fail "/etc/headerd/headerd.toml is not a conffile: $(in_root dpkg-query -W -f='${Conffiles}' headerd)"
+uid=$(in_root id -u headerd) || fail "no user headerd"
+[ "$(in_root id -gn headerd)" = headerd ] || fail "the user headerd is not in the group headerd"
+[ "$uid" -lt 1000 ] || fail "headerd is not a system user (uid $uid)"
+[ "$(in_root stat -c '%a %U %G' /var/lib/headerd)" = "750 headerd headerd" ] ||
+    fail "/var/lib/headerd is $(in_root stat -c '%a %U %G' /var/lib/headerd), not 750 headerd headerd"
+say "ok: binary, config (a conffile), unit (as in deploy/systemd), man page and docs in place; user headerd (uid $uid), /var/lib/headerd 0750"
+
+if command -v systemd-analyze >/dev/null && [ -d /usr/lib/systemd/system ]; then
+    # The installed unit and binary, beside the host's units (the targets the unit's default
+    # dependencies name: the minbase root has no systemd), as systemd would load them.
+    V=$WORK/verify-root
+    mkdir -p "$V/usr/lib/systemd" "$V/usr/bin" "$V/etc"
+    cp -a /usr/lib/systemd/system "$V/usr/lib/systemd/"
+    "${SUDO[@]}" cat "$R/usr/lib/systemd/system/headerd.service" >"$V/usr/lib/systemd/system/headerd.service"
+    "${SUDO[@]}" cat "$R/usr/bin/headerd" >"$V/usr/bin/headerd" && chmod 0755 "$V/usr/bin/headerd"
+    out=$(systemd-analyze verify --root="$V" /usr/lib/systemd/system/headerd.service 2>&1) ||
+        fail "systemd-analyze verify: $out"
+    [ -z "$out" ] || fail "systemd-analyze verify warns: $out"
+    say "ok: systemd-analyze verify accepts the installed unit with the installed binary"
+else
+    say "note: no systemd-analyze on this host; the installed unit is not verified (tests/systemd_unit_test.sh skips too)"
+fi
+
+# --- 4. the unit's ExecStart as the user headerd ----------------------------------------------------
+
+say "importing the mainnet epoch 0 into /var/lib/headerd as headerd"
+in_root setpriv --reuid=headerd --regid=headerd --init-groups -- /usr/bin/headerd import --datadir /var/lib/headerd /tmp/mainnet-00000-5ec1ffb8.era1 >"$WORK/import.log" 2>&1 ||
+    fail "import as headerd: $(tail -n 5 "$WORK/import.log")"
+# The example config as installed, listening on loopback only (the test's ports are loopback's).
+"${SUDO[@]}" sed -i 's/^listen = .*/listen = "127.0.0.1:0"/' "$R/etc/headerd/headerd.toml"
+grep -q '^listen = "127.0.0.1:0"' "$R/etc/headerd/headerd.toml" || fail "could not set listen in the config"
+UNIT=$R/usr/lib/systemd/system/headerd.service
+exec_start=$(sed -n 's/^ExecStart=//p' "$UNIT")
+workdir=$(sed -n 's/^WorkingDirectory=//p' "$UNIT")
+umask_=$(sed -n 's/^UMask=//p' "$UNIT")
+[ -n "$exec_start" ] && [ -n "$workdir" ] && [ -n "$umask_" ] || fail "ExecStart, WorkingDirectory or UMask missing in the unit"
+say "starting the unit's ExecStart as headerd: $exec_start"
+# In a subshell that execs (sudo,) env, chroot, setpriv and sh all exec in turn, so SERVE_PID is
+# serve itself (under sudo: sudo, which passes signals on to it).
+# shellcheck disable=SC2086 # ExecStart's words, as systemd splits this line (no quotes in it)
+(exec "${SUDO[@]}" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C chroot "$R" \
+    setpriv --reuid=headerd --regid=headerd --init-groups -- \
+    sh -c 'umask "$1"; cd "$2" && shift 2 && exec "$@"' sh "$umask_" "$workdir" $exec_start) >"$WORK/serve.log" 2>&1 &
+SERVE_PID=$!
+enode_written() { "${SUDO[@]}" test -s "$R/var/lib/headerd/enode"; }
+poll_until 30 0.2 pid_alive "$SERVE_PID" -- enode_written ||
+    fail "serve did not write its enode ($POLL_REASON): $(tail -n 5 "$WORK/serve.log")"
+ENODE=$("${SUDO[@]}" cat "$R/var/lib/headerd/enode")
+[[ $ENODE == enode://*@127.0.0.1:* ]] || fail "serve listens beyond loopback: $ENODE"
+# The process is headerd's (the PID is serve's own: chroot, setpriv and sh exec it; under sudo it
+# is sudo's, whose child serve is).
+serve_uid=$(awk '/^Uid:/ {print $2}' /proc/"$(pgrep -f -P "$SERVE_PID" headerd || echo "$SERVE_PID")"/status)
+[ "$serve_uid" = "$uid" ] || fail "serve runs as uid $serve_uid, not headerd ($uid)"
+in_root /usr/bin/headerd get --peer "$ENODE" --origin 8000 --amount 192 --format json >"$WORK/get.json" 2>"$WORK/get.err" ||
+    fail "get: $(tail -n 3 "$WORK/get.err")"
+grep -o '"number":[0-9]*,"hash":"0x[0-9a-f]*"' "$WORK/get.json" |
+    sed 's/"number":\([0-9]*\),"hash":"\(0x[0-9a-f]*\)"/\1 \2/' >"$WORK/got.txt"
+awk '$1 >= 8000' "$DATA/mainnet-headers-0-8191.hashes.txt" >"$WORK/want.txt"
+[ "$(wc -l <"$WORK/got.txt")" = 192 ] || fail "expected 192 headers, got $(wc -l <"$WORK/got.txt")"
+cmp -s "$WORK/got.txt" "$WORK/want.txt" || fail "hashes differ from the mainnet list"
+say "ok: get 8000+192 from the packaged serve ($ENODE): every hash matches the mainnet list"
+"${SUDO[@]}" kill -TERM "$SERVE_PID"
+stopped() { ! pid_alive "$SERVE_PID"; }
+poll_until 30 0.2 -- stopped || fail "serve still running 30 s after SIGTERM"
+rc=0
+wait "$SERVE_PID" || rc=$?
+SERVE_PID=
+[ "$rc" = 0 ] || fail "serve exited with $rc on SIGTERM: $(tail -n 3 "$WORK/serve.log")"
+say "ok: SIGTERM stops it with exit code 0"
+
+# --- 5. purge ------------------------------------------------------------------------------------------
+
+# leftovers FILE: the paths of the root that were not there before the install and that no package
+# owns (the dependencies' files are owned), but the datadir and the backups of passwd, group and
+# shadow that useradd and userdel write; into FILE.
+leftovers() {
+    snapshot >"$WORK/after.txt"
+    # Every path some package owns, also under /usr for a package that names /lib, /bin or /sbin
+    # (the root has merged /usr: find sees those files below /usr).
+    "${SUDO[@]}" sh -c 'cat "$1"/var/lib/dpkg/info/*.list' sh "$R" |
+        sed -E 'p; s#^/(lib|lib64|bin|sbin)/#/usr/\1/#' | sort -u >"$WORK/owned.txt"
+    comm -13 "$WORK/before.txt" "$WORK/after.txt" | comm -23 - "$WORK/owned.txt" |
+        grep -vE '^/var/lib/headerd(/|$)|^/etc/(passwd|group|shadow|gshadow|subuid|subgid)-$' >"$1" || true
+}
+in_root dpkg -L headerd >"$WORK/dpkg-L.txt"
+say "dpkg --purge headerd (the package's $(wc -l <"$WORK/dpkg-L.txt") paths)"
+in_root dpkg --purge headerd >"$WORK/purge.log" 2>&1 || fail "dpkg --purge: $(tail -n 5 "$WORK/purge.log")"
+grep -q "kept the datadir /var/lib/headerd" "$WORK/purge.log" || fail "purge did not say it kept the datadir: $(cat "$WORK/purge.log")"
+[ -z "$(in_root dpkg-query -W -f='${Status}' headerd 2>/dev/null | grep -v not-installed)" ] || fail "headerd still known to dpkg"
+while read -r p; do
+    # Directories that other packages share (/usr/bin, /etc) stay; every file and the package's own
+    # directories go.
+    if "${SUDO[@]}" test -e "$R$p" && { ! "${SUDO[@]}" test -d "$R$p" || [[ $p == *headerd* ]]; }; then
+        fail "$p is left after the purge"
+    fi
+done <"$WORK/dpkg-L.txt"
+leftovers "$WORK/left.txt"
+[ ! -s "$WORK/left.txt" ] || fail "the purge left paths of no package: $(head -n 20 "$WORK/left.txt" | tr '\n' ' ')"
+"${SUDO[@]}" test -d "$R/var/lib/headerd/chaindata" || fail "the purge removed the datadir"
+in_root id headerd >/dev/null || fail "the purge removed the user that owns the kept datadir"
+say "ok: purge left nothing of the package but the datadir /var/lib/headerd and its user"
+
+in_root dpkg -i "/tmp/$(basename "$DEB")" >"$WORK/reinstall.log" 2>&1 || fail "dpkg -i again: $(tail -n 5 "$WORK/reinstall.log")"
+[ "$(in_root id -u headerd)" = "$uid" ] || fail "the user headerd changed its uid on the second install"
+"${SUDO[@]}" test -d "$R/var/lib/headerd/chaindata" || fail "the second install touched the kept datadir"
+in_root env HEADERD_PURGE_DATA=1 dpkg --purge headerd >"$WORK/purge2.log" 2>&1 || fail "dpkg --purge: $(tail -n 5 "$WORK/purge2.log")"
+"${SUDO[@]}" test ! -e "$R/var/lib/headerd" || fail "HEADERD_PURGE_DATA=1 left /var/lib/headerd"
+if in_root getent passwd headerd >/dev/null || in_root getent group headerd >/dev/null; then
+    fail "HEADERD_PURGE_DATA=1 left the user or group headerd"
+fi
+leftovers "$WORK/left2.txt"
+[ ! -s "$WORK/left2.txt" ] || fail "the purge with HEADERD_PURGE_DATA=1 left: $(head -n 20 "$WORK/left2.txt" | tr '\n' ' ')"
+say "ok: installed again (same uid, datadir kept); HEADERD_PURGE_DATA=1 dpkg --purge removes the datadir, user and group"
+echo "PASS ($((SECONDS - T0)) s)"
