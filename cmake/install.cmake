@@ -35,7 +35,6 @@ install(FILES ${HEADERD_DOCS} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT
 # binary's and the config's paths replaced for any other, so it always starts the installed binary
 # with the installed config.
 install(CODE "set(HEADERD_SOURCE_DIR [[${PROJECT_SOURCE_DIR}]])
-set(HEADERD_BINARY_DIR [[${PROJECT_BINARY_DIR}]])
 set(HEADERD_BINDIR [[${CMAKE_INSTALL_BINDIR}]])
 set(HEADERD_SYSCONFDIR [[${CMAKE_INSTALL_SYSCONFDIR}]])
 set(HEADERD_LIBDIR [[${CMAKE_INSTALL_LIBDIR}]])"
@@ -50,14 +49,23 @@ function(headerd_install_config_and_unit)
     include(GNUInstallDirs)
     file(INSTALL DESTINATION "${CMAKE_INSTALL_FULL_SYSCONFDIR}/headerd" TYPE FILE
          FILES "${HEADERD_SOURCE_DIR}/deploy/headerd.toml")
-    file(READ "${HEADERD_SOURCE_DIR}/deploy/systemd/headerd.service" unit)
-    string(REPLACE "/usr/bin/headerd " "${CMAKE_INSTALL_PREFIX}/${HEADERD_BINDIR}/headerd " unit "${unit}")
+    set(source "${HEADERD_SOURCE_DIR}/deploy/systemd/headerd.service")
+    set(unit_dir "${CMAKE_INSTALL_PREFIX}/lib/systemd/system")
+    file(READ "${source}" written)
+    string(REPLACE "/usr/bin/headerd " "${CMAKE_INSTALL_PREFIX}/${HEADERD_BINDIR}/headerd " unit "${written}")
     string(REPLACE "/etc/headerd/" "${CMAKE_INSTALL_FULL_SYSCONFDIR}/headerd/" unit "${unit}")
-    # The copy is made for this prefix in the build tree (rewritten only when it changes, so the
-    # install reports "Up-to-date" when nothing did).
-    file(CONFIGURE OUTPUT "${HEADERD_BINARY_DIR}/systemd/headerd.service" CONTENT "${unit}" @ONLY)
-    file(INSTALL DESTINATION "${CMAKE_INSTALL_PREFIX}/lib/systemd/system" TYPE FILE
-         FILES "${HEADERD_BINARY_DIR}/systemd/headerd.service")
+    if(unit STREQUAL written)
+        file(INSTALL DESTINATION "${unit_dir}" TYPE FILE FILES "${source}")
+    else()
+        # Written in place (no copy in the build tree, which a root install would leave root's), with
+        # DESTDIR and the manifest as file(INSTALL) would.
+        message(STATUS "Installing: $ENV{DESTDIR}${unit_dir}/headerd.service")
+        file(WRITE "$ENV{DESTDIR}${unit_dir}/headerd.service" "${unit}")
+        list(APPEND CMAKE_INSTALL_MANIFEST_FILES "${unit_dir}/headerd.service")
+    endif()
+    # file(INSTALL) listed its files in this function's scope; install_manifest.txt is written from
+    # the script's.
+    set(CMAKE_INSTALL_MANIFEST_FILES "${CMAKE_INSTALL_MANIFEST_FILES}" PARENT_SCOPE)
 endfunction()
 headerd_install_config_and_unit()
 ]]
