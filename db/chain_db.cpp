@@ -512,12 +512,6 @@ Outcome<void> ChainDb::Impl::scan_kv(uint64_t lo, uint64_t hi, ItemBuffer& out) 
     return {};
 }
 
-Outcome<void> ChainDb::header_range(uint64_t from, uint64_t count, Order order, ItemBuffer& out,
-                                    size_t max_bytes) const {
-    out.clear();
-    return append_header_range(from, count, order, out, max_bytes);
-}
-
 Outcome<void> ChainDb::append_header_range(uint64_t from, uint64_t count, Order order, ItemBuffer& out,
                                            size_t max_bytes) const {
     return read_range(from, count, order, out, max_bytes, true);

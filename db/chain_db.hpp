@@ -20,6 +20,7 @@
 
 #include "core/bytes.hpp"
 #include "core/chain_config.hpp"
+#include "core/header_source.hpp"
 #include "core/item_buffer.hpp"
 #include "core/result.hpp"
 #include "core/uint256.hpp"
@@ -30,26 +31,12 @@ class FileSystem;
 
 namespace headerd::db {
 
-enum class Order { kAscending, kDescending };
-
-// Which store a header came from: the freezer (blocks below ancient_items) or LevelDB.
-enum class Store : uint8_t { kAncient = 0, kLevelDb = 1 };
-inline constexpr size_t kStoreCount = 2;
-
-// Told about every store read header_range makes, so a node can export read times without the
-// database depending on a metrics library. Called on the reading thread; must be cheap.
-class ReadObserver {
-  public:
-    virtual ~ReadObserver() = default;
-    virtual void on_read(Store store, uint64_t headers, std::chrono::steady_clock::duration elapsed) noexcept = 0;
-};
-
-struct Head {
-    uint64_t number{0};
-    Hash32 hash{};
-    U256 total_difficulty{0};
-    uint64_t timestamp{0};
-};
+// The reading side's types are the server's (core/header_source.hpp), here under their db names.
+using headerd::Head;
+using headerd::kStoreCount;
+using headerd::Order;
+using headerd::ReadObserver;
+using headerd::Store;
 
 struct ChainDbOptions {
     bool read_only{false};
@@ -122,7 +109,7 @@ struct FreezeOptions {
     std::function<void(uint64_t done, uint64_t total)> on_progress;
 };
 
-class ChainDb {
+class ChainDb final : public HeaderSource {
   public:
     // Opens DATADIR/chaindata (LevelDB) and DATADIR/chaindata/ancient/chain (freezer), repairs the
     // freezer, and checks the two stores join without a gap.
@@ -133,12 +120,12 @@ class ChainDb {
 
     const std::string& datadir() const noexcept;
     // nullptr while the database holds no chain config (a fresh datadir).
-    const ChainConfig* config() const noexcept;
+    const ChainConfig* config() const noexcept override;
     // Stores the chain config of a fresh database. On a database that has one already, succeeds only
     // if it is the same network (name, network id, genesis), else the error names both.
     Outcome<void> set_config(const ChainConfig& config);
-    std::optional<Head> head() const;
-    uint64_t ancient_items() const noexcept;
+    std::optional<Head> head() const override;
+    uint64_t ancient_items() const noexcept override;
     // Observer of header_range's store reads; nullptr (the default) turns observing off, and with it
     // the clock reads. Set before readers start. REQUIRES: observer outlives this.
     void set_read_observer(ReadObserver* observer) noexcept;
@@ -148,25 +135,14 @@ class ChainDb {
     // difficulties correct (the importer checks them; this checks numbers and the parent link only).
     Outcome<void> append(std::span<const NewHeader> headers);
 
-    // Fills `out` (cleared first) with stored canonical header RLP, byte for byte as imported:
-    // from, from+1, ... (ascending) or from, from-1, ... (descending); at most `count` headers, fewer
-    // where the chain ends (past the head, below genesis) or where max_bytes is reached (at least one
-    // header is always returned). Makes no hash->number lookups and decodes nothing beyond the parent
-    // hash. An error means a damaged store; it names the block number and store.
-    Outcome<void> header_range(uint64_t from, uint64_t count, Order order, ItemBuffer& out,
-                               size_t max_bytes = std::numeric_limits<size_t>::max()) const;
-    // As header_range, but appends the headers to `out` after the items it already holds, so that a
-    // caller can have them land behind bytes of its own (HeaderServer reads into its reply that way,
-    // behind room for the reply's RLP prefix). max_bytes counts the appended bytes only.
-    // REQUIRES: out.bytes holds exactly its items (out.bytes.size() is the last end, or 0).
+    // HeaderSource's reads (core/header_source.hpp). The range reads make no hash->number lookups
+    // and decode nothing beyond the parent hash; their errors name the block number and store.
     Outcome<void> append_header_range(uint64_t from, uint64_t count, Order order, ItemBuffer& out,
-                                      size_t max_bytes = std::numeric_limits<size_t>::max()) const;
+                                      size_t max_bytes = std::numeric_limits<size_t>::max()) const override;
 
-    // Point lookups; nullopt when absent.
-    Outcome<std::optional<uint64_t>> number_by_hash(const Hash32& hash) const;
-    Outcome<std::optional<Hash32>> canonical_hash(uint64_t number) const;
-    // Header RLP by hash into out (cleared first); false when unknown.
-    Outcome<bool> header_by_hash(const Hash32& hash, Bytes& out) const;
+    Outcome<std::optional<uint64_t>> number_by_hash(const Hash32& hash) const override;
+    Outcome<std::optional<Hash32>> canonical_hash(uint64_t number) const override;
+    Outcome<bool> header_by_hash(const Hash32& hash, Bytes& out) const override;
 
     // Moves headers older than head - keep into the freezer, batch by batch: append, fsync, then
     // delete from LevelDB (the "H"+hash entries stay). Returns the new ancient_items.

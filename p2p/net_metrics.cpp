@@ -120,14 +120,14 @@ NetMetrics::NetMetrics(metrics::Families& f)
     handshake_failures_[static_cast<size_t>(HandshakeFailure::kTimeout)] =
         &f.handshake_errors.Add({{"reason", "timeout"}});
     handshake_failures_[static_cast<size_t>(HandshakeFailure::kNetwork)] = &f.handshake_errors.Add({{"reason", "io"}});
-    headers_served_[static_cast<size_t>(db::Store::kAncient)] = &f.headers_served.Add({{"store", "ancient"}});
-    headers_served_[static_cast<size_t>(db::Store::kLevelDb)] = &f.headers_served.Add({{"store", "leveldb"}});
+    headers_served_[static_cast<size_t>(Store::kAncient)] = &f.headers_served.Add({{"store", "ancient"}});
+    headers_served_[static_cast<size_t>(Store::kLevelDb)] = &f.headers_served.Add({{"store", "leveldb"}});
     for (eth::ServeKind k : kKinds) {
         header_requests_[static_cast<size_t>(k)] = &f.header_requests.Add({{"kind", std::string(eth::to_string(k))}});
     }
-    db_read_[static_cast<size_t>(db::Store::kAncient)] =
+    db_read_[static_cast<size_t>(Store::kAncient)] =
         &f.db_read_seconds.Add({{"store", "ancient"}}, metrics::duration_buckets());
-    db_read_[static_cast<size_t>(db::Store::kLevelDb)] =
+    db_read_[static_cast<size_t>(Store::kLevelDb)] =
         &f.db_read_seconds.Add({{"store", "leveldb"}}, metrics::duration_buckets());
     head_ = &f.chain_head_number.Add({});
     ancient_ = &f.ancient_items.Add({});
@@ -155,7 +155,7 @@ void NetMetrics::set_chain(uint64_t head_number, uint64_t ancient_items) const n
     ancient_->Set(static_cast<double>(ancient_items));
 }
 
-void NetMetrics::on_read(db::Store store, uint64_t, std::chrono::steady_clock::duration elapsed) noexcept {
+void NetMetrics::on_read(Store store, uint64_t, std::chrono::steady_clock::duration elapsed) noexcept {
     db_read_[static_cast<size_t>(store)]->Observe(std::chrono::duration<double>(elapsed).count());
 }
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "db/chain_db.hpp"
+#include "core/header_source.hpp"
 #include "metrics/metrics.hpp"
 #include "p2p/eth/serve.hpp"
 #include "p2p/tracker/tracker.hpp"
@@ -42,7 +42,7 @@ enum class Direction : uint8_t { kInbound = 0, kOutbound = 1 };
 // these for failures that have none.
 enum class HandshakeFailure : uint8_t { kTimeout = 0, kNetwork = 1 };
 
-class NetMetrics final : public db::ReadObserver {
+class NetMetrics final : public ReadObserver {
   public:
     explicit NetMetrics(metrics::Families& families);
 
@@ -57,14 +57,14 @@ class NetMetrics final : public db::ReadObserver {
     prometheus::Counter& handshake_error(HandshakeFailure f) const noexcept {
         return *handshake_failures_[static_cast<size_t>(f)];
     }
-    prometheus::Counter& headers_served(db::Store s) const noexcept { return *headers_served_[static_cast<size_t>(s)]; }
+    prometheus::Counter& headers_served(Store s) const noexcept { return *headers_served_[static_cast<size_t>(s)]; }
     prometheus::Counter& header_requests(eth::ServeKind k) const noexcept {
         return *header_requests_[static_cast<size_t>(k)];
     }
     void set_chain(uint64_t head_number, uint64_t ancient_items) const noexcept;
 
     // headerd_db_read_seconds{store}.
-    void on_read(db::Store store, uint64_t headers, std::chrono::steady_clock::duration elapsed) noexcept override;
+    void on_read(Store store, uint64_t headers, std::chrono::steady_clock::duration elapsed) noexcept override;
 
   private:
     MessageMeters base_;
@@ -76,9 +76,9 @@ class NetMetrics final : public db::ReadObserver {
     // Indexed by DisconnectReason code (0x00..0x10); null where devp2p defines no reason.
     std::array<prometheus::Counter*, 0x11> handshake_reasons_{};
     std::array<prometheus::Counter*, 2> handshake_failures_{};
-    std::array<prometheus::Counter*, db::kStoreCount> headers_served_{};
+    std::array<prometheus::Counter*, kStoreCount> headers_served_{};
     std::array<prometheus::Counter*, 5> header_requests_{};
-    std::array<prometheus::Histogram*, db::kStoreCount> db_read_{};
+    std::array<prometheus::Histogram*, kStoreCount> db_read_{};
     prometheus::Gauge* head_{nullptr};
     prometheus::Gauge* ancient_{nullptr};
 };

@@ -75,7 +75,7 @@ TEST(NetMetrics, TablesPointAtTheLabelledChildren) {
     count_message(net.eth(70), true, 0x03, 10);  // unknown version: no table
     net.handshake_error(DisconnectReason::kTooManyPeers).Increment();
     net.set_chain(8191, 7192);
-    net.on_read(db::Store::kAncient, 192, std::chrono::microseconds(120));
+    net.on_read(Store::kAncient, 192, std::chrono::microseconds(120));
     const std::string text = registry.scrape();
     EXPECT_TRUE(has(text, R"(headerd_p2p_ingress_messages_total{code="0x03",proto="eth",version="69"} 1)"));
     EXPECT_TRUE(has(text, R"(headerd_p2p_ingress_bytes_total{code="0x03",proto="eth",version="69"} 80)"));

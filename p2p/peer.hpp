@@ -13,7 +13,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include "core/chain_config.hpp"
-#include "db/chain_db.hpp"
+#include "core/header_source.hpp"
 #include "p2p/connection.hpp"
 #include "p2p/net_metrics.hpp"
 #include "p2p/wire/base_protocol.hpp"
@@ -26,7 +26,7 @@ struct LocalNode {
     std::string client_id;
     const ChainConfig* config{nullptr};
     // Our head for Status: from the database when serving, the genesis for a client without a chain.
-    db::Head head;
+    Head head;
     // Message meters for every connection of this node; nullptr: metrics off.
     const NetMetrics* metrics{nullptr};
     // The capabilities our Hello lists; the highest version both sides list is used.

@@ -53,14 +53,14 @@ struct Server::Session {
     std::optional<EthLink> link;  // set once Hello and Status are done
 };
 
-Server::Server(asio::io_context& control, WorkerPool& workers, const db::ChainDb& db, const rlpx::PrivateKey& key,
+Server::Server(asio::io_context& control, WorkerPool& workers, const HeaderSource& source, const rlpx::PrivateKey& key,
                ServerOptions options)
     : control_(control),
       workers_(workers),
-      db_(db),
+      source_(source),
       key_(key),
       options_(std::move(options)),
-      headers_(db),
+      headers_(source),
       admission_(options_.max_peers, options_.max_pending, key.public_key().bytes()),
       inbound_(options_.inbound),
       acceptor_(control),
@@ -104,7 +104,7 @@ void Server::stop() {
     }
 }
 
-void Server::announce(const db::Head& head) {
+void Server::announce(const Head& head) {
     for (size_t i = 0; i < workers_.size(); ++i) {
         Worker& worker = workers_[i];
         asio::post(worker.io(), [this, &worker, head] {
@@ -217,7 +217,7 @@ asio::awaitable<void> Server::serve_session(Worker& worker, Session& session, bo
     }
     const NetMetrics* metrics = options_.metrics;
     try {
-        LocalNode local{&key_, options_.client_id, db_.config(), *db_.head(), metrics, options_.offers};
+        LocalNode local{&key_, options_.client_id, source_.config(), *source_.head(), metrics, options_.offers};
         session.link = co_await establish(conn, local, deadline);
         spdlog::debug("Peer connected                           peer={} client=\"{}\" eth={} worker={}",
                       conn.remote_address(), session.link->client_id, session.link->version, worker.index());

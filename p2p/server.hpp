@@ -24,8 +24,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "core/header_source.hpp"
 #include "core/result.hpp"
-#include "db/chain_db.hpp"
 #include "p2p/admission.hpp"
 #include "p2p/connection.hpp"
 #include "p2p/eth/serve.hpp"
@@ -63,8 +63,9 @@ struct ServerOptions {
 
 class Server {
   public:
-    // REQUIRES: db holds a chain (a config and a head); db, key and the pool outlive the server.
-    Server(asio::io_context& control, WorkerPool& workers, const db::ChainDb& db, const rlpx::PrivateKey& key,
+    // REQUIRES: source holds a chain (a config and a head); source, key and the pool outlive the
+    // server.
+    Server(asio::io_context& control, WorkerPool& workers, const HeaderSource& source, const rlpx::PrivateKey& key,
            ServerOptions options);
     ~Server();
 
@@ -77,7 +78,7 @@ class Server {
     // the workers run out of work once they are gone. Any thread; idempotent.
     void stop();
     // Sends BlockRangeUpdate for `head` to every eth/69+ peer: the head moved. Any thread.
-    void announce(const db::Head& head);
+    void announce(const Head& head);
 
     size_t peers() const noexcept { return admission_.peers(); }
     size_t pending_handshakes() const noexcept { return admission_.pending(); }
@@ -101,7 +102,7 @@ class Server {
 
     asio::io_context& control_;
     WorkerPool& workers_;
-    const db::ChainDb& db_;
+    const HeaderSource& source_;
     const rlpx::PrivateKey& key_;
     ServerOptions options_;
     eth::HeaderServer headers_;

@@ -90,8 +90,8 @@ class Handler {
         const NetMetrics* metrics = context_.metrics;
         if (metrics != nullptr && summary) {
             metrics->header_requests(summary->kind).Increment();
-            metrics->headers_served(db::Store::kAncient).Increment(static_cast<double>(summary->ancient_headers));
-            metrics->headers_served(db::Store::kLevelDb)
+            metrics->headers_served(Store::kAncient).Increment(static_cast<double>(summary->ancient_headers));
+            metrics->headers_served(Store::kLevelDb)
                 .Increment(static_cast<double>(summary->headers - summary->ancient_headers));
         }
         // A damaged store fails every request that touches it: one line per 10 s is enough.

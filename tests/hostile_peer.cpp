@@ -277,7 +277,7 @@ struct Node {
         local.key = &key;
         local.client_id = "hostile_peer";
         local.config = &mainnet_config();
-        local.head = db::Head{0, mainnet_config().genesis_hash, U256(17'179'869'184u), 0};
+        local.head = Head{0, mainnet_config().genesis_hash, U256(17'179'869'184u), 0};
     }
 };
 

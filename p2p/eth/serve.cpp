@@ -139,13 +139,13 @@ Outcome<ServeSummary> HeaderServer::serve_impl(const GetBlockHeadersRequest& req
 
     uint64_t from = req.origin.number;
     if (req.origin.is_hash) {
-        auto number = db_.number_by_hash(req.origin.hash);
+        auto number = source_.number_by_hash(req.origin.hash);
         if (!number) return number.error();
         if (!*number) {
             encode_block_headers(reply, req.request_id, {});
             return ServeSummary{ServeKind::kUnknownHash, 0, 0};
         }
-        auto canonical = db_.canonical_hash(**number);
+        auto canonical = source_.canonical_hash(**number);
         if (!canonical) return canonical.error();
         if (!*canonical || **canonical != req.origin.hash) {
             Collector out(reply, req.request_id, want, limits_.max_bytes);
@@ -158,18 +158,18 @@ Outcome<ServeSummary> HeaderServer::serve_impl(const GetBlockHeadersRequest& req
         from = **number;
     }
 
-    const db::Order order = req.reverse ? db::Order::kDescending : db::Order::kAscending;
+    const Order order = req.reverse ? Order::kDescending : Order::kAscending;
     if (req.skip == 0) {
         // The fast path: one range read, its bytes spliced into the reply as they are. The store
         // writes them straight into the reply's buffer (lent to `scratch` for the call), behind room
         // for the prefix that is item 0, so every header byte is written once.
-        const uint64_t ancient_items = db_.ancient_items();
+        const uint64_t ancient_items = source_.ancient_items();
         const size_t room = prefix_room(req.request_id);
         scratch.clear();
         scratch.bytes.swap(reply);
         scratch.bytes.assign(room, 0);
         scratch.ends.push_back(room);
-        auto read = db_.append_header_range(from, want, order, scratch, limits_.max_bytes);
+        auto read = source_.append_header_range(from, want, order, scratch, limits_.max_bytes);
         scratch.bytes.swap(reply);
         const uint64_t n = scratch.size() - 1;
         scratch.clear();
@@ -199,8 +199,8 @@ Outcome<ServeSummary> HeaderServer::serve_impl(const GetBlockHeadersRequest& req
 // is full. step 0 stands for an overflowed skip + 1: only `from` is served.
 Outcome<void> HeaderServer::collect_numbers(uint64_t from, uint64_t step, bool reverse, uint64_t want,
                                             ItemBuffer& scratch, Collector& out) const {
-    const db::Order order = reverse ? db::Order::kDescending : db::Order::kAscending;
-    const uint64_t ancient_items = db_.ancient_items();
+    const Order order = reverse ? Order::kDescending : Order::kAscending;
+    const uint64_t ancient_items = source_.ancient_items();
     uint64_t n = from;
     while (out.count() < want && !out.full()) {
         const uint64_t remaining = want - out.count();
@@ -208,7 +208,7 @@ Outcome<void> HeaderServer::collect_numbers(uint64_t from, uint64_t step, bool r
             // k results lie in a window of (k-1)*step + 1 consecutive headers.
             const uint64_t k = std::min(remaining, (kWindowHeaders - 1) / step + 1);
             const uint64_t span = (k - 1) * step + 1;
-            if (auto r = db_.header_range(n, span, order, scratch); !r) return r;
+            if (auto r = source_.header_range(n, span, order, scratch); !r) return r;
             for (size_t i = 0; i < scratch.size(); i += step) {
                 const uint64_t number = reverse ? n - i : n + i;
                 if (!out.add(scratch.item(i), number < ancient_items)) return {};
@@ -216,7 +216,7 @@ Outcome<void> HeaderServer::collect_numbers(uint64_t from, uint64_t step, bool r
             if (scratch.size() < span) return {};  // past the head or below genesis
             if (!advance(n, k * step, reverse)) return {};
         } else {
-            if (auto r = db_.header_range(n, 1, order, scratch); !r) return r;
+            if (auto r = source_.header_range(n, 1, order, scratch); !r) return r;
             if (scratch.empty() || !out.add(scratch.item(0), n < ancient_items)) return {};
             if (step == 0 || !advance(n, step, reverse)) return {};
         }
@@ -233,7 +233,7 @@ Outcome<void> HeaderServer::collect_side_chain(const GetBlockHeadersRequest& req
                                                Collector& out) const {
     Bytes& header = scratch.bytes;  // scratch serves as a plain byte buffer here
     scratch.ends.clear();
-    auto found = db_.header_by_hash(req.origin.hash, header);
+    auto found = source_.header_by_hash(req.origin.hash, header);
     if (!found) return found.error();
     if (!*found) return {};
     out.add(header, false);  // the freezer holds canonical headers only
@@ -253,7 +253,7 @@ Outcome<void> HeaderServer::collect_side_chain(const GetBlockHeadersRequest& req
         uint64_t number = peek->number - 1;
         for (;;) {
             if (++lookups > limits_.max_lookups) return {};
-            auto canonical = db_.canonical_hash(number);
+            auto canonical = source_.canonical_hash(number);
             if (!canonical) return canonical.error();
             if (*canonical && **canonical == hash) {
                 // Back on the canonical chain, so is every further ancestor: target and the rest
@@ -261,7 +261,7 @@ Outcome<void> HeaderServer::collect_side_chain(const GetBlockHeadersRequest& req
                 return collect_numbers(target, step, true, want, scratch, out);
             }
             if (++lookups > limits_.max_lookups) return {};
-            auto got = db_.header_by_hash(hash, header);
+            auto got = source_.header_by_hash(hash, header);
             if (!got) return got.error();
             if (!*got) return {};  // the side chain's ancestry is not stored
             peek = peek_header(header);

@@ -1,17 +1,18 @@
 #pragma once
 
 // The header-serving policy: turns one GetBlockHeaders request into the full BlockHeaders payload,
-// splicing stored header RLP from the ChainDb into the reply. Sans-I/O; the session compresses and
-// frames the reply. Rules (caps, overflow guards, hash origins): docs/wire.md, "Serving headers".
+// splicing stored header RLP from a HeaderSource (a ChainDb in headerd) into the reply. Sans-I/O;
+// the session compresses and frames the reply. Rules (caps, overflow guards, hash origins): docs/wire.md, "Serving
+// headers".
 
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "core/bytes.hpp"
+#include "core/header_source.hpp"
 #include "core/item_buffer.hpp"
 #include "core/result.hpp"
-#include "db/chain_db.hpp"
 #include "p2p/eth/messages.hpp"
 
 namespace headerd::eth {
@@ -43,14 +44,15 @@ struct ServeSummary {
 // every connection at once; each connection passes its own scratch and reply buffers.
 class HeaderServer {
   public:
-    explicit HeaderServer(const db::ChainDb& db, ServeLimits limits = {}) noexcept : db_(db), limits_(limits) {}
+    explicit HeaderServer(const HeaderSource& source, ServeLimits limits = {}) noexcept
+        : source_(source), limits_(limits) {}
 
     // Replaces `reply` with the BlockHeaders payload [request id, [headers...]] for `req`: at most
     // min(amount, max_headers) headers and about max_bytes of them, numbers origin, origin +/-
     // (skip+1), ... while they exist (a short or empty list past the head, below genesis or for an
     // unknown hash). `scratch` is working space (skip 0 reads the headers straight into `reply`'s
     // buffer, lent to scratch for the call, and uses only scratch's item ends). With warm buffers, a
-    // number origin and skip 0, no heap allocation is made here beyond what ChainDb does, and each
+    // number origin and skip 0, no heap allocation is made here beyond what the source does, and each
     // header byte is written once. An error means a damaged store (the
     // message names the block); `reply` then holds an empty reply for the same request id, which
     // the session may still send.
@@ -64,7 +66,7 @@ class HeaderServer {
     Outcome<void> collect_side_chain(const GetBlockHeadersRequest& req, uint64_t want, ItemBuffer& scratch,
                                      Collector& out) const;
 
-    const db::ChainDb& db_;
+    const HeaderSource& source_;
     ServeLimits limits_;
 };
 

@@ -295,7 +295,7 @@ TEST_F(ServeTest, SteadyStateServingAllocatesNoMoreThanChainDb) {
     for (const Case& c : kCases) {
         SCOPED_TRACE("from " + std::to_string(c.from));
         const GetBlockHeadersRequest req{99, HashOrNumber::of(c.from), c.amount, 0, c.reverse};
-        const db::Order order = c.reverse ? db::Order::kDescending : db::Order::kAscending;
+        const Order order = c.reverse ? Order::kDescending : Order::kAscending;
         // Warm up both paths with this and a bigger request.
         for (int i = 0; i < 2; ++i) {
             ASSERT_TRUE(server.serve(req, scratch_, reply_));
@@ -330,7 +330,7 @@ TEST_F(ServeTest, SteadyStateServingAllocatesNoMoreThanChainDb) {
         const GetBlockHeadersRequest req{98, HashOrNumber::of(from), 192, 3, false};
         for (int i = 0; i < 2; ++i) ASSERT_TRUE(server.serve(req, scratch_, reply_));
         ItemBuffer range;
-        for (int i = 0; i < 2; ++i) ASSERT_TRUE(db_->header_range(from, 191 * 4 + 1, db::Order::kAscending, range));
+        for (int i = 0; i < 2; ++i) ASSERT_TRUE(db_->header_range(from, 191 * 4 + 1, Order::kAscending, range));
         g_allocations = 0;
         g_counting = true;
         auto served = server.serve(req, scratch_, reply_);
@@ -339,7 +339,7 @@ TEST_F(ServeTest, SteadyStateServingAllocatesNoMoreThanChainDb) {
         ASSERT_TRUE(served);
         g_allocations = 0;
         g_counting = true;
-        auto read = db_->header_range(from, 191 * 4 + 1, db::Order::kAscending, range);
+        auto read = db_->header_range(from, 191 * 4 + 1, Order::kAscending, range);
         g_counting = false;
         ASSERT_TRUE(read);
         EXPECT_EQ(serve_allocations, g_allocations);
@@ -392,15 +392,15 @@ TEST_F(ServeTest, AppendedRangesFollowTheItemsBeforeThem) {
     struct Case {
         uint64_t from;
         uint64_t count;
-        db::Order order;
+        Order order;
         size_t max_bytes;
     };
     constexpr size_t kNoCap = std::numeric_limits<size_t>::max();
     const Case cases[] = {
-        {100, 192, db::Order::kAscending, kNoCap},   {7100, 192, db::Order::kAscending, kNoCap},
-        {7300, 192, db::Order::kDescending, kNoCap}, {8000, 300, db::Order::kAscending, kNoCap},
-        {7150, 100, db::Order::kAscending, 20000},   {7250, 100, db::Order::kDescending, 20000},
-        {7191, 10, db::Order::kAscending, 1},        {9000, 5, db::Order::kAscending, kNoCap},
+        {100, 192, Order::kAscending, kNoCap},   {7100, 192, Order::kAscending, kNoCap},
+        {7300, 192, Order::kDescending, kNoCap}, {8000, 300, Order::kAscending, kNoCap},
+        {7150, 100, Order::kAscending, 20000},   {7250, 100, Order::kDescending, 20000},
+        {7191, 10, Order::kAscending, 1},        {9000, 5, Order::kAscending, kNoCap},
     };
     for (const Case& c : cases) {
         SCOPED_TRACE("from " + std::to_string(c.from) + " count " + std::to_string(c.count));

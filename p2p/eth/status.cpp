@@ -71,7 +71,7 @@ void throw_exception_from_error(const StatusRejection& e, const boost::source_lo
     throw std::runtime_error(e.message);
 }
 
-StatusMessage68 make_status68(const ChainConfig& config, const db::Head& head) {
+StatusMessage68 make_status68(const ChainConfig& config, const Head& head) {
     StatusMessage68 s;
     s.network_id = config.network_id;
     s.total_difficulty = head.total_difficulty;
@@ -81,7 +81,7 @@ StatusMessage68 make_status68(const ChainConfig& config, const db::Head& head) {
     return s;
 }
 
-StatusMessage69 make_status69(const ChainConfig& config, const db::Head& head) {
+StatusMessage69 make_status69(const ChainConfig& config, const Head& head) {
     StatusMessage69 s;
     s.network_id = config.network_id;
     s.genesis_hash = config.genesis_hash;
@@ -92,7 +92,7 @@ StatusMessage69 make_status69(const ChainConfig& config, const db::Head& head) {
     return s;
 }
 
-void encode_status(uint64_t version, const ChainConfig& config, const db::Head& head, Bytes& out) {
+void encode_status(uint64_t version, const ChainConfig& config, const Head& head, Bytes& out) {
     if (!has_block_range(version)) {
         StatusMessage68 s = make_status68(config, head);
         s.version = static_cast<uint32_t>(version);
@@ -119,7 +119,7 @@ StatusCheck check_status(uint64_t version, ByteView payload, const ChainConfig& 
     return validate_status(*s, config, head_number, head_time, version);
 }
 
-BlockRangeUpdate make_block_range_update(const db::Head& head) { return {head.number, head.number, head.hash}; }
+BlockRangeUpdate make_block_range_update(const Head& head) { return {head.number, head.number, head.hash}; }
 
 StatusCheck validate_status(const StatusMessage68& remote, const ChainConfig& config, uint64_t head_number,
                             uint64_t head_time, uint64_t negotiated_version) {

@@ -16,7 +16,7 @@
 #include <boost/system/result.hpp>
 
 #include "core/chain_config.hpp"
-#include "db/chain_db.hpp"
+#include "core/header_source.hpp"
 #include "p2p/eth/messages.hpp"
 #include "p2p/wire/base_protocol.hpp"
 
@@ -43,7 +43,7 @@ using StatusCheck = boost::system::result<void, StatusRejection>;
 
 // Appends our Status for the negotiated `version` to `out`: the eth/68 layout for 68, the eth/69
 // layout carrying `version` for 69 and later.
-void encode_status(uint64_t version, const ChainConfig& config, const db::Head& head, Bytes& out);
+void encode_status(uint64_t version, const ChainConfig& config, const Head& head, Bytes& out);
 
 // Decodes the peer's Status in the layout of the negotiated `version` and checks it against our
 // chain (validate_status). A decode failure is a rejection with the decode error as code and
@@ -53,12 +53,12 @@ StatusCheck check_status(uint64_t version, ByteView payload, const ChainConfig& 
 
 // Our Status for eth/68: total difficulty and hash of the head, forkid at the head. (Sessions:
 // superseded by encode_status.)
-StatusMessage68 make_status68(const ChainConfig& config, const db::Head& head);
+StatusMessage68 make_status68(const ChainConfig& config, const Head& head);
 // Our Status for eth/69 (version 69; encode_status sets later versions). headerd serves headers
 // only, so the full-block range it advertises is the honest minimum: earliest = latest = head.
-StatusMessage69 make_status69(const ChainConfig& config, const db::Head& head);
+StatusMessage69 make_status69(const ChainConfig& config, const Head& head);
 // The range update sent whenever the head changes (eth/69+), same range as make_status69.
-BlockRangeUpdate make_block_range_update(const db::Head& head);
+BlockRangeUpdate make_block_range_update(const Head& head);
 
 // Checks a remote Status against our chain and the version negotiated in Hello. Order as geth:
 // network id, version, genesis, forkid (against our head number and time), then for eth/69+ the

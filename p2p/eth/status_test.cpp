@@ -57,7 +57,7 @@ void expect_rejected(const StatusCheck& r, StatusError code, std::initializer_li
 }
 
 TEST(MakeStatus, Eth68CarriesHeadTotalDifficultyAndForkId) {
-    const db::Head head{8191, kHeadHash, U256("56000000000000000"), 1438300000};
+    const Head head{8191, kHeadHash, U256("56000000000000000"), 1438300000};
     const StatusMessage68 s = make_status68(mainnet_config(), head);
     EXPECT_EQ(s.version, 68u);
     EXPECT_EQ(s.network_id, 1u);
@@ -70,7 +70,7 @@ TEST(MakeStatus, Eth68CarriesHeadTotalDifficultyAndForkId) {
 }
 
 TEST(MakeStatus, Eth69AdvertisesHeadOnlyRange) {
-    const db::Head head{kTipNumber, kHeadHash, U256(1), kTipTime};
+    const Head head{kTipNumber, kHeadHash, U256(1), kTipTime};
     const StatusMessage69 s = make_status69(mainnet_config(), head);
     EXPECT_EQ(s.version, 69u);
     EXPECT_EQ(s.earliest, kTipNumber);
@@ -155,7 +155,7 @@ TEST(ValidateStatus, Eth69RangeMustBeOrderedWithNonZeroHash) {
 // ---- version-generic pair ----------------------------------------------------------------------
 
 TEST(EncodeStatus, PicksTheLayoutOfTheNegotiatedVersion) {
-    const db::Head head{kTipNumber, kHeadHash, U256("58750003716598352816469"), kTipTime};
+    const Head head{kTipNumber, kHeadHash, U256("58750003716598352816469"), kTipTime};
     Bytes out;
     encode_status(68, mainnet_config(), head, out);
     Bytes want;
