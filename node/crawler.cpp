@@ -131,8 +131,9 @@ awaitable<void> Crawler::fetch_records() {
     asio::steady_timer idle(co_await asio::this_coro::executor);
     while (!stopping_) {
         const Found* next = nullptr;
+        const auto now = std::chrono::steady_clock::now();
         for (auto& [id, f] : found_) {
-            if (!f.asked) {
+            if (!f.asked && f.retry_at <= now) {
                 f.asked = true;
                 next = &f;
                 break;
@@ -144,10 +145,14 @@ awaitable<void> Crawler::fetch_records() {
             continue;
         }
         const disc::Node node = next->node;
-        if (auto record = co_await service_->request_enr(node)) {
-            Found& f = found_.at(node.id);
+        auto record = co_await service_->request_enr(node);
+        Found& f = found_.at(node.id);
+        if (record) {
             f.record = *record;
             judge(f);
+        } else if (!f.record && ++f.failures < kRecordTries) {
+            f.asked = false;
+            f.retry_at = std::chrono::steady_clock::now() + kRecordRetryDelay * f.failures;
         }
     }
 }

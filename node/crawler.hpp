@@ -7,6 +7,7 @@
 // everything found; `sync --discover` and `serve --follow-discovered` dial only the compatible ones. A node without a
 // record (or without an eth entry) is never a candidate.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -33,11 +34,17 @@ class Crawler : public std::enable_shared_from_this<Crawler> {
     struct Found {
         disc::Node node;
         std::optional<disc::Enr> record;
-        bool asked{false};
+        bool asked{false};  // a record request is in flight, or no more will be made
         // "yes" or "no: <why>"; unset without a record or without an eth entry.
         std::optional<std::string> compatibility;
         std::string found_by{"discv4"};  // or "discv5", or "dns" (a DNS node list, node/dns_source.hpp)
+        // Record requests that went unanswered (a lost datagram, a node still proving our
+        // endpoint): the node is asked again kRecordRetryDelay * failures later, kRecordTries in all.
+        unsigned failures{0};
+        std::chrono::steady_clock::time_point retry_at{};
     };
+    static constexpr unsigned kRecordTries = 3;
+    static constexpr std::chrono::milliseconds kRecordRetryDelay{1000};
 
     // Judges fork ids as a node at (head_number, head_time) of `config` would.
     Crawler(std::shared_ptr<disc::V4Service> service, const ChainConfig& config, uint64_t head_number,
