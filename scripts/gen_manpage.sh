@@ -130,5 +130,6 @@ END {
     print ".I /usr/share/doc/headerd/docs/packaging.md"
     print "(what the package installs)."
 }' >"$tmp"
+chmod 0644 "$tmp" # (mktemp made it 0600)
 mv "$tmp" "$out"
 trap - EXIT
