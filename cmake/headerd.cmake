@@ -12,7 +12,10 @@ function(headerd_library name)
     endforeach()
     add_library(headerd_${name} STATIC ${srcs})
     add_library(headerd::${name} ALIAS headerd_${name})
-    target_include_directories(headerd_${name} PUBLIC ${PROJECT_SOURCE_DIR})
+    # Headers by their path from the checkout's root ("core/rlp.hpp"); installed, from
+    # include/headerd (cmake/export.cmake).
+    target_include_directories(headerd_${name} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
+    target_compile_features(headerd_${name} PUBLIC cxx_std_20)
     target_link_libraries(headerd_${name} PUBLIC ${ARG_DEPS})
 
     if(HEADERD_BUILD_TESTS)
