@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "node/commands.hpp"
+#include "node/common.hpp"
 
 namespace {
 
@@ -16,7 +17,8 @@ void usage(std::FILE* out) {
                  "headerd - an Ethereum peer that serves block headers\n\nUsage: headerd COMMAND [OPTIONS]\n\n"
                  "Commands:\n");
     for (const auto& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
-    std::fprintf(out, "\nRun 'headerd COMMAND --help' for the options of a command.\n");
+    std::fprintf(out, "\nRun 'headerd COMMAND --help' for the options of a command, 'headerd --version' for the\n"
+                      "version and commit of this build.\n");
 }
 
 }  // namespace
@@ -29,6 +31,10 @@ int main(int argc, char** argv) {
     const std::string_view name = argv[1];
     if (name == "--help" || name == "-h" || name == "help") {
         usage(stdout);
+        return 0;
+    }
+    if (name == "--version" || name == "version") {
+        std::printf("headerd %s (commit %s)\n", headerd::node::kVersion, headerd::node::kCommit);
         return 0;
     }
     for (const auto& c : kCommands) {

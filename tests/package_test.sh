@@ -177,13 +177,10 @@ in_root apt-get install -y -q --no-install-recommends "/tmp/$(basename "$DEB")" 
 in_root dpkg-query -W -f='${Status}\n' headerd | grep -q "install ok installed" || fail "headerd not installed"
 say "ok: installed with $(grep -c '^Setting up' "$WORK/apt.log") packages set up (the dependencies pulled by apt)"
 
-# The program runs in the root: --version where the program has it, else --help.
-if in_root /usr/bin/headerd --version >"$WORK/version.txt" 2>&1; then
-    say "ok: headerd --version: $(head -n 1 "$WORK/version.txt")"
-else
-    in_root /usr/bin/headerd --help >"$WORK/help.txt" 2>&1 || fail "headerd --help in the root: $(cat "$WORK/help.txt")"
-    say "note: headerd has no --version (yet); headerd --help runs in the root: $(head -n 1 "$WORK/help.txt")"
-fi
+# The program runs in the root and names its version: the package's.
+in_root /usr/bin/headerd --version >"$WORK/version.txt" 2>&1 || fail "headerd --version in the root: $(cat "$WORK/version.txt")"
+grep -q "^headerd $version " "$WORK/version.txt" || fail "headerd --version is not $version: $(cat "$WORK/version.txt")"
+say "ok: headerd --version: $(head -n 1 "$WORK/version.txt")"
 # The files where docs/packaging.md says.
 for f in /usr/bin/headerd /etc/headerd/headerd.toml /usr/lib/systemd/system/headerd.service \
     /usr/share/man/man1/headerd.1.gz /usr/share/doc/headerd/README.md /usr/share/doc/headerd/docs/operations.md; do
