@@ -17,8 +17,9 @@ void usage(std::FILE* out) {
                  "headerd - an Ethereum peer that serves block headers\n\nUsage: headerd COMMAND [OPTIONS]\n\n"
                  "Commands:\n");
     for (const auto& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
-    std::fprintf(out, "\nRun 'headerd COMMAND --help' for the options of a command, 'headerd --version' for the\n"
-                      "version and commit of this build.\n");
+    std::fprintf(out,
+                 "\nRun 'headerd COMMAND --help' for the options of a command, 'headerd --version' for the\n"
+                 "version and commit of this build.\n");
 }
 
 }  // namespace
