@@ -21,26 +21,18 @@ namespace asio = boost::asio;
 using asio::ip::udp;
 using namespace std::chrono_literals;
 
+// A discv4 node with discv5 on the same socket, discv4 started.
 struct TestNode {
-    rlpx::PrivateKey key = rlpx::PrivateKey::generate().value();
-    std::shared_ptr<V4Service> v4;
+    test::V4Node base;
+    std::shared_ptr<V4Service> v4 = base.service;
     std::shared_ptr<V5Service> v5;
 
-    explicit TestNode(asio::io_context& io) {
-        auto placeholder = EnrBuilder(1).ip({127, 0, 0, 1}).sign(key).value();
-        v4 = std::make_shared<V4Service>(io, key, placeholder, NodeDb{}, V4Config{});
-        EXPECT_TRUE(v4->bind(udp::endpoint(asio::ip::make_address("127.0.0.1"), 0)));
-        const uint16_t port = v4->local_endpoint().port();
-        const Enr record = EnrBuilder(2).ip({127, 0, 0, 1}).udp(port).tcp(port).sign(key).value();
-        v4->set_record(record);
-        v5 = std::make_shared<V5Service>(io, key, record, nullptr, V5Config{});
+    explicit TestNode(asio::io_context& io)
+        : base(io, V4Config{}), v5(std::make_shared<V5Service>(io, base.key, v4->record(), nullptr, V5Config{})) {
         share_socket(v4, v5);
         v4->start();
     }
-    ~TestNode() {
-        v5->stop();
-        v4->stop();
-    }
+    ~TestNode() { v5->stop(); }
     Node node() const { return *Node::from_enr(v5->record()); }
 };
 

@@ -34,25 +34,7 @@ V4Config fast_config() {
     return c;
 }
 
-struct TestNode {
-    rlpx::PrivateKey key = rlpx::PrivateKey::generate().value();
-    std::shared_ptr<V4Service> service;
-
-    TestNode(asio::io_context& io, V4Config config, NodeDb db = NodeDb{}) {
-        // The record is made after binding, when the port is known.
-        auto placeholder = EnrBuilder(1).ip({127, 0, 0, 1}).sign(key).value();
-        service = std::make_shared<V4Service>(io, key, placeholder, std::move(db), std::move(config));
-        EXPECT_TRUE(service->bind(udp::endpoint(asio::ip::make_address("127.0.0.1"), 0)));
-        const uint16_t port = service->local_endpoint().port();
-        service->set_record(EnrBuilder(2).ip({127, 0, 0, 1}).udp(port).tcp(port).sign(key).value());
-    }
-    ~TestNode() { service->stop(); }
-    Node node() const {
-        const uint16_t port = service->local_endpoint().port();
-        return Node::from_key(key.public_key(), asio::ip::make_address("127.0.0.1"), port, port);
-    }
-};
-
+using TestNode = test::V4Node;
 using test::run;
 using test::run_until;
 

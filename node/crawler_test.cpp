@@ -7,48 +7,27 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <memory>
-
-#include <boost/asio/ip/address.hpp>
 
 #include "core/chain_config.hpp"
-#include "disc/enr.hpp"
-#include "disc/node_db.hpp"
 #include "disc/udp_test_util.hpp"
-#include "p2p/rlpx/secp256k1.hpp"
 
 namespace headerd::node {
 namespace {
 
 namespace asio = boost::asio;
-using asio::ip::udp;
 using namespace std::chrono_literals;
 
-struct UdpNode {
-    rlpx::PrivateKey key = rlpx::PrivateKey::generate().value();
-    std::shared_ptr<disc::V4Service> service;
-
-    explicit UdpNode(asio::io_context& io) {
-        disc::V4Config config;
-        config.response_timeout = 300ms;
-        config.bond_wait = 50ms;
-        auto placeholder = disc::EnrBuilder(1).ip({127, 0, 0, 1}).sign(key).value();
-        service = std::make_shared<disc::V4Service>(io, key, placeholder, disc::NodeDb{}, config);
-        EXPECT_TRUE(service->bind(udp::endpoint(asio::ip::make_address("127.0.0.1"), 0)));
-        const uint16_t port = service->local_endpoint().port();
-        service->set_record(disc::EnrBuilder(2).ip({127, 0, 0, 1}).udp(port).tcp(port).sign(key).value());
-    }
-    ~UdpNode() { service->stop(); }
-    disc::Node node() const {
-        const uint16_t port = service->local_endpoint().port();
-        return disc::Node::from_key(key.public_key(), asio::ip::make_address("127.0.0.1"), port, port);
-    }
-};
+disc::V4Config fast_config() {
+    disc::V4Config config;
+    config.response_timeout = 300ms;
+    config.bond_wait = 50ms;
+    return config;
+}
 
 TEST(Crawler, AsksAgainForARecordThatWentUnanswered) {
     asio::io_context io;
-    UdpNode ours(io);
-    UdpNode quiet(io);  // bound but not reading yet: the first request times out
+    disc::test::V4Node ours(io, fast_config());
+    disc::test::V4Node quiet(io, fast_config());  // bound but not reading yet: the first request times out
     ours.service->start();
     auto crawler = std::make_shared<Crawler>(ours.service, mainnet_config(), 0, 0);
     crawler->start(io);
@@ -69,8 +48,8 @@ TEST(Crawler, AsksAgainForARecordThatWentUnanswered) {
 
 TEST(Crawler, GivesUpOnARecordAfterItsTries) {
     asio::io_context io;
-    UdpNode ours(io);
-    UdpNode silent(io);  // never reads
+    disc::test::V4Node ours(io, fast_config());
+    disc::test::V4Node silent(io, fast_config());  // never reads
     ours.service->start();
     auto crawler = std::make_shared<Crawler>(ours.service, mainnet_config(), 0, 0);
     crawler->start(io);
