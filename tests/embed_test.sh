@@ -6,6 +6,7 @@
 # reply compared to the era1 file (thresholds verified and errors==0). SIGTERM ends it with 0.
 # Usage: tests/embed_test.sh HEADERD_BINARY BUILD_DIR
 source "$(dirname "$0")/lib.sh" "$@"
+source "$(dirname "$0")/../scripts/lib/wait.sh"
 BUILD=${2:?usage: $0 HEADERD_BINARY BUILD_DIR}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 ERA1=$DATA/mainnet-00000-5ec1ffb8.era1
@@ -29,11 +30,8 @@ echo "ok: examples/embed configured with find_package(headerd) and built"
 
 "$WORK/embed/embed" "$ERA1" >"$WORK/embed.out" 2>"$WORK/embed.err" &
 PID=$!
-for _ in $(seq 200); do
-    [ -s "$WORK/embed.out" ] && break
-    kill -0 "$PID" 2>/dev/null || fail "embed exited: $(cat "$WORK/embed.err")"
-    sleep 0.05
-done
+embed_ready() { [ -s "$WORK/embed.out" ] || ! kill -0 "$PID" 2>/dev/null; }
+poll_until 10 0.05 -- embed_ready || true
 ENODE=$(head -1 "$WORK/embed.out")
 [[ $ENODE == enode://* ]] || fail "embed printed no enode URL in 10 s: $(cat "$WORK/embed.err")"
 grep -q "16 requests to ourselves, 16 verified replies" "$WORK/embed.err" || fail "self-check: $(cat "$WORK/embed.err")"
