@@ -106,16 +106,17 @@ int main(int argc, char** argv) {
         control,
         [&]() -> asio::awaitable<void> {
             auto session = co_await p2p::ClientSession::connect(*p2p::parse_enode(enode), local, {});
+            int equal = 0;  // replies whose 192 headers are the store's, byte for byte
             for (uint64_t from = 0; from < 16 * 192; from += 192) {
                 auto reply = co_await session->request({0, eth::HashOrNumber::of(from), 192, 0, false});
                 bool same = reply && reply->headers.size() == 192;
                 for (size_t i = 0; same && i < 192; ++i)
                     same = std::ranges::equal(store.rlp[from + i], reply->headers[i]);
-                if (!same) status = 1;
+                equal += same;
             }
-            std::fprintf(stderr, "embed: %llu requests to ourselves, %llu verified replies, rtt estimate %.3f ms\n",
-                         static_cast<unsigned long long>(session->stats().requests),
-                         static_cast<unsigned long long>(session->stats().replies),
+            if (equal != 16) status = 1;
+            std::fprintf(stderr, "embed: %llu requests to ourselves, %d verified replies, rtt estimate %.3f ms\n",
+                         static_cast<unsigned long long>(session->stats().requests), equal,
                          std::chrono::duration<double, std::milli>(session->capacity().rtt()).count());
             co_await session->close();
             std::printf("%s\n", enode.c_str());  // ready: scripts wait for this line
