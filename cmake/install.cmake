@@ -19,9 +19,26 @@ add_custom_command(OUTPUT ${HEADERD_MAN_PAGE}.gz
                    VERBATIM)
 add_custom_target(headerd_man_page ALL DEPENDS ${HEADERD_MAN_PAGE}.gz)
 
+# The Debian changelog (deploy/debian/changelog), as /usr/share/doc/headerd/changelog.gz: the name
+# policy gives a native package's. Its newest entry must name this project() version, so a version
+# bump without an entry fails here instead of shipping a package whose changelog disagrees.
+file(STRINGS ${PROJECT_SOURCE_DIR}/deploy/debian/changelog HEADERD_CHANGELOG_TOP LIMIT_COUNT 1)
+if(NOT HEADERD_CHANGELOG_TOP MATCHES "^headerd \\(${PROJECT_VERSION}\\) ")
+    message(FATAL_ERROR "deploy/debian/changelog: the newest entry is '${HEADERD_CHANGELOG_TOP}', "
+                        "not version ${PROJECT_VERSION} of project(); add an entry for it")
+endif()
+set(HEADERD_CHANGELOG ${PROJECT_BINARY_DIR}/deb/changelog.gz)
+add_custom_command(OUTPUT ${HEADERD_CHANGELOG}
+                   COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/deb
+                   COMMAND gzip -9nc ${PROJECT_SOURCE_DIR}/deploy/debian/changelog > ${HEADERD_CHANGELOG}
+                   DEPENDS ${PROJECT_SOURCE_DIR}/deploy/debian/changelog
+                   COMMENT "Compressing deploy/debian/changelog"
+                   VERBATIM)
+add_custom_target(headerd_changelog ALL DEPENDS ${HEADERD_CHANGELOG})
+
 install(TARGETS headerd RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT headerd)
 install(FILES ${HEADERD_MAN_PAGE}.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT headerd)
-install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT headerd)
+install(FILES README.md ${HEADERD_CHANGELOG} DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT headerd)
 # Beside README.md in docs/, so the README's links (docs/operations.md, ...) hold.
 file(GLOB HEADERD_DOCS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/*.md)
 install(FILES ${HEADERD_DOCS} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT headerd)
@@ -37,7 +54,8 @@ install(FILES ${HEADERD_DOCS} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT
 install(CODE "set(HEADERD_SOURCE_DIR [[${PROJECT_SOURCE_DIR}]])
 set(HEADERD_BINDIR [[${CMAKE_INSTALL_BINDIR}]])
 set(HEADERD_SYSCONFDIR [[${CMAKE_INSTALL_SYSCONFDIR}]])
-set(HEADERD_LIBDIR [[${CMAKE_INSTALL_LIBDIR}]])"
+set(HEADERD_LIBDIR [[${CMAKE_INSTALL_LIBDIR}]])
+set(HEADERD_DOCDIR [[${CMAKE_INSTALL_DOCDIR}]])"
         COMPONENT headerd)
 install(CODE [[
 function(headerd_install_config_and_unit)
@@ -54,6 +72,7 @@ function(headerd_install_config_and_unit)
     file(READ "${source}" written)
     string(REPLACE "/usr/bin/headerd " "${CMAKE_INSTALL_PREFIX}/${HEADERD_BINDIR}/headerd " unit "${written}")
     string(REPLACE "/etc/headerd/" "${CMAKE_INSTALL_FULL_SYSCONFDIR}/headerd/" unit "${unit}")
+    string(REPLACE "file:///usr/share/doc/headerd/" "file://${CMAKE_INSTALL_PREFIX}/${HEADERD_DOCDIR}/" unit "${unit}")
     if(unit STREQUAL written)
         file(INSTALL DESTINATION "${unit_dir}" TYPE FILE FILES "${source}")
     else()

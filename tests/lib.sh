@@ -81,3 +81,29 @@ random_kill() {
     wait "$KILL_PID" 2>/dev/null || KILL_RC=$?  # (no "Killed" notice)
     KILL_PID=
 }
+
+# verify_unit UNIT HEADERD MANPAGE_GZ: `systemd-analyze verify` on the unit file UNIT as systemd
+# would load it once installed: a --root under $WORK holds it as
+# /usr/lib/systemd/system/headerd.service, HEADERD as /usr/bin/headerd (ExecStart's binary must be
+# executable), the host's units (the targets of the default dependencies) and MANPAGE_GZ as
+# headerd(1), which the unit's Documentation= names and verify looks up with the host's man (through
+# MANPATH). Without a man program that look-up is left out, with a line saying so. Fails on an
+# error or any warning. Needs systemd-analyze and /usr/lib/systemd/system.
+verify_unit() {
+    local unit=$1 bin=$2 manpage=$3 v=$WORK/verify-root out
+    rm -rf "$v"
+    mkdir -p "$v/usr/lib/systemd" "$v/usr/bin" "$v/usr/share/man/man1" "$v/etc"
+    [ -d /usr/lib/systemd/system ] || fail "no /usr/lib/systemd/system on this host"
+    cp -a /usr/lib/systemd/system "$v/usr/lib/systemd/"
+    cat "$unit" >"$v/usr/lib/systemd/system/headerd.service"
+    cat "$bin" >"$v/usr/bin/headerd" && chmod 0755 "$v/usr/bin/headerd"
+    cat "$manpage" >"$v/usr/share/man/man1/headerd.1.gz"
+    local man_opt=()
+    if ! command -v man >/dev/null; then
+        echo "note: no man program on this host; systemd-analyze verify does not look up man:headerd(1)"
+        man_opt=(--man=no)
+    fi
+    out=$(MANPATH=$v/usr/share/man systemd-analyze verify "${man_opt[@]}" --root="$v" \
+        /usr/lib/systemd/system/headerd.service 2>&1) || fail "systemd-analyze verify: $out"
+    [ -z "$out" ] || fail "systemd-analyze verify warns: $out"
+}

@@ -14,9 +14,13 @@
 #     working directory with its umask, on a datadir imported from the mainnet epoch 0 and a
 #     config that listens on 127.0.0.1 only: `headerd get` fetches 192 headers from 8000 whose
 #     hashes match the mainnet list; SIGTERM stops it with exit code 0;
-#  5. `dpkg --purge` leaves nothing of the package (dpkg -L taken before, every new path of the
-#     root compared) but the datadir and the user that owns it; installed again,
-#     `HEADERD_PURGE_DATA=1 dpkg --purge` removes those too.
+#  5. an upgrade to the same build packaged as a later version (cpack -R), with a stand-in
+#     systemctl that logs its calls (the root has no systemd): an enabled, running service is
+#     stopped by prerm and started again by postinst, a disabled one is not started; the edited
+#     conffile, the user and the datadir stay;
+#  6. `dpkg --purge` leaves nothing of the package (dpkg -L taken before, every new path of the
+#     root compared) but the datadir and the user that owns it; installed again (a first install,
+#     which never starts the service), `HEADERD_PURGE_DATA=1 dpkg --purge` removes those too.
 # Needs root (or passwordless sudo), debootstrap and a reachable Debian mirror: otherwise it prints
 # "SKIPPED: ... because ..." and exits 77 (CTest counts it as skipped). HEADERD_DEBIAN_MIRROR sets
 # the mirror (default: the host's Debian mirror from /etc/apt, else http://deb.debian.org/debian).
@@ -164,7 +168,7 @@ if [ ! -c "$R/dev/null" ]; then "${SUDO[@]}" mount --bind /dev "$R/dev"; fi
 # Every path of the root before the install (without what apt, dpkg and the test itself change).
 snapshot() {
     "${SUDO[@]}" find "$R" -xdev \( -path "$R/proc" -o -path "$R/dev" -o -path "$R/tmp" -o -path "$R/var/lib/apt" \
-        -o -path "$R/var/cache" -o -path "$R/var/log" -o -path "$R/var/lib/dpkg" \) -prune -o -print |
+        -o -path "$R/var/cache" -o -path "$R/var/log" -o -path "$R/var/lib/dpkg" -o -path "$R/run" \) -prune -o -print |
         sed "s|^$R||; /^$/d" | sort
 }
 snapshot >"$WORK/before.txt"
@@ -183,7 +187,8 @@ grep -q "^headerd $version " "$WORK/version.txt" || fail "headerd --version is n
 say "ok: headerd --version: $(head -n 1 "$WORK/version.txt")"
 # The files where docs/packaging.md says.
 for f in /usr/bin/headerd /etc/headerd/headerd.toml /usr/lib/systemd/system/headerd.service \
-    /usr/share/man/man1/headerd.1.gz /usr/share/doc/headerd/README.md /usr/share/doc/headerd/docs/operations.md; do
+    /usr/share/man/man1/headerd.1.gz /usr/share/doc/headerd/README.md /usr/share/doc/headerd/docs/operations.md \
+    /usr/share/doc/headerd/changelog.gz; do
     in_root dpkg -S "$f" >/dev/null 2>&1 || fail "$f is not a file of the package"
     "${SUDO[@]}" test -f "$R$f" || fail "$f missing after the install"
 done
@@ -199,17 +204,12 @@ uid=$(in_root id -u headerd) || fail "no user headerd"
 say "ok: binary, config (a conffile), unit (as in deploy/systemd), man page and docs in place; user headerd (uid $uid), /var/lib/headerd 0750"
 
 if command -v systemd-analyze >/dev/null && [ -d /usr/lib/systemd/system ]; then
-    # The installed unit and binary, beside the host's units (the targets the unit's default
-    # dependencies name: the minbase root has no systemd), as systemd would load them.
-    V=$WORK/verify-root
-    mkdir -p "$V/usr/lib/systemd" "$V/usr/bin" "$V/etc"
-    cp -a /usr/lib/systemd/system "$V/usr/lib/systemd/"
-    "${SUDO[@]}" cat "$R/usr/lib/systemd/system/headerd.service" >"$V/usr/lib/systemd/system/headerd.service"
-    "${SUDO[@]}" cat "$R/usr/bin/headerd" >"$V/usr/bin/headerd" && chmod 0755 "$V/usr/bin/headerd"
-    out=$(systemd-analyze verify --root="$V" /usr/lib/systemd/system/headerd.service 2>&1) ||
-        fail "systemd-analyze verify: $out"
-    [ -z "$out" ] || fail "systemd-analyze verify warns: $out"
-    say "ok: systemd-analyze verify accepts the installed unit with the installed binary"
+    # The installed unit, binary and man page, as systemd would load them.
+    "${SUDO[@]}" cat "$R/usr/lib/systemd/system/headerd.service" >"$WORK/installed.service"
+    "${SUDO[@]}" cat "$R/usr/bin/headerd" >"$WORK/installed-headerd"
+    "${SUDO[@]}" cat "$R/usr/share/man/man1/headerd.1.gz" >"$WORK/installed-headerd.1.gz"
+    verify_unit "$WORK/installed.service" "$WORK/installed-headerd" "$WORK/installed-headerd.1.gz"
+    say "ok: systemd-analyze verify accepts the installed unit with the installed binary and man page"
 else
     say "note: no systemd-analyze on this host; the installed unit is not verified (tests/systemd_unit_test.sh skips too)"
 fi
@@ -261,7 +261,68 @@ SERVE_PID=
 [ "$rc" = 0 ] || fail "serve exited with $rc on SIGTERM: $(tail -n 3 "$WORK/serve.log")"
 say "ok: SIGTERM stops it with exit code 0"
 
-# --- 5. purge ------------------------------------------------------------------------------------------
+# --- 5. an upgrade, and the maintainer scripts' systemd branches ------------------------------------
+
+# The root has no systemd. A stand-in systemctl (first in PATH, with /run/systemd/system present, as
+# the scripts test) logs its calls and answers is-enabled and is-active from two flag files: the
+# operator had enabled the service and it was running.
+STUB=/tmp/stub-bin
+"${SUDO[@]}" mkdir -p "$R$STUB" "$R/run/systemd/system"
+"${SUDO[@]}" tee "$R$STUB/systemctl" >/dev/null <<'STUB_EOF'
+#!/bin/sh
+echo "$*" >>/tmp/systemctl.log
+case "$*" in
+    *is-enabled*) if [ -e /tmp/stub-enabled ]; then echo enabled; else echo disabled && exit 1; fi ;;
+    *is-active*) [ -e /tmp/stub-active ] ;;
+    *) exit 0 ;;
+esac
+STUB_EOF
+"${SUDO[@]}" chmod 0755 "$R$STUB/systemctl"
+"${SUDO[@]}" touch "$R/tmp/stub-enabled" "$R/tmp/stub-active"
+in_stub_systemd() { "${SUDO[@]}" env -i PATH=$STUB:/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C DEBIAN_FRONTEND=noninteractive chroot "$R" "$@"; }
+# systemctl_calls: the stand-in's log since the last call, one line each, then empties it.
+systemctl_calls() {
+    "${SUDO[@]}" cat "$R/tmp/systemctl.log" 2>/dev/null | tr '\n' ';'
+    "${SUDO[@]}" rm -f "$R/tmp/systemctl.log"
+}
+
+# The same build as a later version: cpack -R sets the package version only.
+next=$version+upgradetest1
+cpack -G DEB -R "$next" -B "$WORK/cpack-next" --config "$BUILD/CPackConfig.cmake" >"$WORK/cpack-next.log" 2>&1 ||
+    fail "cpack -R $next failed: $(tail -n 20 "$WORK/cpack-next.log")"
+DEB_NEXT=$(compgen -G "$WORK/cpack-next/headerd_${next}_$arch.deb") || fail "cpack -R made no headerd_${next}_$arch.deb"
+"${SUDO[@]}" cp "$DEB_NEXT" "$R/tmp/"
+say "upgrading to $next (service enabled and running, per the stand-in systemctl)"
+in_stub_systemd dpkg -i "/tmp/$(basename "$DEB_NEXT")" >"$WORK/upgrade.log" 2>&1 || fail "upgrade: $(tail -n 10 "$WORK/upgrade.log")"
+[ "$(in_root dpkg-query -W -f='${Version}' headerd)" = "$next" ] || fail "the upgrade did not install $next"
+calls=$(systemctl_calls)
+[[ $calls == *"stop headerd.service;"*"daemon-reload;"*"start headerd.service;"* ]] ||
+    fail "upgrade of an enabled, running service: expected stop (prerm), daemon-reload and start (postinst); systemctl saw: $calls"
+grep -q '^listen = "127.0.0.1:0"' "$R/etc/headerd/headerd.toml" || fail "the upgrade replaced the edited conffile"
+[ "$(in_root id -u headerd)" = "$uid" ] || fail "the user headerd changed its uid on the upgrade"
+in_root setpriv --reuid=headerd --regid=headerd --init-groups -- /usr/bin/headerd inspect --config /etc/headerd/headerd.toml --json \
+    >"$WORK/inspect.log" 2>&1 || fail "inspect after the upgrade: $(tail -n 5 "$WORK/inspect.log")"
+grep -q '"head_number":8191,' "$WORK/inspect.log" || fail "the datadir lost headers in the upgrade: $(cat "$WORK/inspect.log")"
+say "ok: upgrade stops, reloads and restarts the enabled service; the edited config, the user and the datadir (head 8191) stay"
+
+# A service the operator never enabled is not started by an upgrade.
+"${SUDO[@]}" rm -f "$R/tmp/stub-enabled" "$R/tmp/stub-active"
+in_stub_systemd dpkg -i "/tmp/$(basename "$DEB_NEXT")" >"$WORK/upgrade2.log" 2>&1 || fail "reinstall: $(tail -n 10 "$WORK/upgrade2.log")"
+calls=$(systemctl_calls)
+[[ $calls == *"daemon-reload;"* && $calls != *"start headerd.service"* ]] ||
+    fail "reinstall of a disabled, stopped service: expected no start; systemctl saw: $calls"
+say "ok: a disabled service stays stopped across an upgrade"
+# Nor one that /usr/sbin/policy-rc.d forbids to start (as image builds and chroots do).
+"${SUDO[@]}" touch "$R/tmp/stub-enabled"
+printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee "$R/usr/sbin/policy-rc.d" >/dev/null
+"${SUDO[@]}" chmod 0755 "$R/usr/sbin/policy-rc.d"
+in_stub_systemd dpkg -i "/tmp/$(basename "$DEB_NEXT")" >"$WORK/upgrade3.log" 2>&1 || fail "reinstall: $(tail -n 10 "$WORK/upgrade3.log")"
+"${SUDO[@]}" rm -f "$R/usr/sbin/policy-rc.d"
+calls=$(systemctl_calls)
+[[ $calls != *"start headerd.service"* ]] || fail "an upgrade started the service against policy-rc.d; systemctl saw: $calls"
+say "ok: nor does an enabled one where policy-rc.d forbids it"
+
+# --- 6. purge ------------------------------------------------------------------------------------------
 
 # leftovers FILE: the paths of the root that were not there before the install and that no package
 # owns (the dependencies' files are owned), but the datadir and the backups of passwd, group and
@@ -277,7 +338,9 @@ leftovers() {
 }
 in_root dpkg -L headerd >"$WORK/dpkg-L.txt"
 say "dpkg --purge headerd (the package's $(wc -l <"$WORK/dpkg-L.txt") paths)"
-in_root dpkg --purge headerd >"$WORK/purge.log" 2>&1 || fail "dpkg --purge: $(tail -n 5 "$WORK/purge.log")"
+in_stub_systemd dpkg --purge headerd >"$WORK/purge.log" 2>&1 || fail "dpkg --purge: $(tail -n 5 "$WORK/purge.log")"
+calls=$(systemctl_calls)
+[[ $calls == *"daemon-reload;"* ]] || fail "purge: postrm did not reload systemd; systemctl saw: $calls"
 grep -q "kept the datadir /var/lib/headerd" "$WORK/purge.log" || fail "purge did not say it kept the datadir: $(cat "$WORK/purge.log")"
 [ -z "$(in_root dpkg-query -W -f='${Status}' headerd 2>/dev/null | grep -v not-installed)" ] || fail "headerd still known to dpkg"
 while read -r p; do
@@ -293,7 +356,12 @@ leftovers "$WORK/left.txt"
 in_root id headerd >/dev/null || fail "the purge removed the user that owns the kept datadir"
 say "ok: purge left nothing of the package but the datadir /var/lib/headerd and its user"
 
-in_root dpkg -i "/tmp/$(basename "$DEB")" >"$WORK/reinstall.log" 2>&1 || fail "dpkg -i again: $(tail -n 5 "$WORK/reinstall.log")"
+# Installed again: a first install (nothing configured before), which never starts the service,
+# enabled or not.
+"${SUDO[@]}" touch "$R/tmp/stub-enabled"
+in_stub_systemd dpkg -i "/tmp/$(basename "$DEB")" >"$WORK/reinstall.log" 2>&1 || fail "dpkg -i again: $(tail -n 5 "$WORK/reinstall.log")"
+calls=$(systemctl_calls)
+[[ $calls == *"daemon-reload;"* && $calls != *"start headerd.service"* ]] || fail "a first install started the service; systemctl saw: $calls"
 [ "$(in_root id -u headerd)" = "$uid" ] || fail "the user headerd changed its uid on the second install"
 "${SUDO[@]}" test -d "$R/var/lib/headerd/chaindata" || fail "the second install touched the kept datadir"
 in_root env HEADERD_PURGE_DATA=1 dpkg --purge headerd >"$WORK/purge2.log" 2>&1 || fail "dpkg --purge: $(tail -n 5 "$WORK/purge2.log")"

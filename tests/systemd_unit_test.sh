@@ -3,8 +3,10 @@
 # 1.2 or below ("OK"; 0 is the safest, 10 the least safe), `systemd-analyze verify` loads it without
 # a warning (no running systemd needed), and its ExecStart line is a serve command whose options
 # headerd accepts. Skips (exit 77) where systemd-analyze is missing (a container without systemd).
-# Usage: systemd_unit_test.sh HEADERD
-source "$(dirname "$0")/lib.sh" "$@"
+# Usage: systemd_unit_test.sh HEADERD MANPAGE_GZ (the build's headerd.1.gz)
+source "$(dirname "$0")/lib.sh" "$1"
+MANPAGE=${2:?usage: $0 HEADERD MANPAGE_GZ}
+[ -s "$MANPAGE" ] || fail "no man page $MANPAGE (the build makes it: target headerd_man_page)"
 UNIT=$(cd "$(dirname "$0")/.." && pwd)/deploy/systemd/headerd.service
 if ! command -v systemd-analyze >/dev/null; then
     echo "SKIP: systemd-analyze not found"
@@ -14,17 +16,9 @@ out=$(systemd-analyze security --offline=true --threshold=12 "$UNIT" 2>&1) ||
     fail "exposure above 1.2: $(tail -1 <<<"$out"); what is not hardened: $(grep '✗' <<<"$out" | cut -c1-60)"
 echo "ok: $(tail -1 <<<"$out" | sed 's/^→ *//')"
 
-# `systemd-analyze verify` checks every directive and that ExecStart's binary is executable, as
-# systemd would when loading the unit. Its --root holds the unit at its installed place, this
-# headerd as /usr/bin/headerd and the host's units (the targets of the default dependencies).
-V=$WORK/verify-root
-mkdir -p "$V/usr/lib/systemd" "$V/usr/bin" "$V/etc"
-[ -d /usr/lib/systemd/system ] || fail "no /usr/lib/systemd/system on this host"
-cp -a /usr/lib/systemd/system "$V/usr/lib/systemd/"
-cp "$UNIT" "$V/usr/lib/systemd/system/headerd.service"
-ln "$HEADERD" "$V/usr/bin/headerd" 2>/dev/null || cp "$HEADERD" "$V/usr/bin/headerd"
-out=$(systemd-analyze verify --root="$V" /usr/lib/systemd/system/headerd.service 2>&1) || fail "systemd-analyze verify: $out"
-[ -z "$out" ] || fail "systemd-analyze verify warns: $out"
+# `systemd-analyze verify` checks every directive, that ExecStart's binary is executable and that
+# the man page of Documentation= exists, as systemd would when loading the unit.
+verify_unit "$UNIT" "$HEADERD" "$MANPAGE"
 echo "ok: systemd-analyze verify loads the unit without a warning"
 
 # The ExecStart command, with the config file replaced by one the test writes: headerd must accept
