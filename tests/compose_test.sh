@@ -11,7 +11,9 @@
 #  3. builds headerd-test/headerd:local from deploy/Dockerfile (BASE_IMAGE = that base; its build
 #     stage tagged headerd-test/headerd-build:local) and headerd-test/prometheus:bookworm from
 #     deploy/prometheus.Dockerfile (Debian's package), all with --network host, from a snapshot of
-#     the working tree (or of --ref REV); the images a tag had before are removed;
+#     the working tree (or of --ref REV); the images a tag had before are removed; the headerd
+#     image must hold the Debian package (dpkg knows it, /usr/bin/headerd is its file and names its
+#     version);
 #  4. brings up headerd, client (the load generator) and prometheus with docker-compose.yml +
 #     deploy/compose.test.yml (no Grafana), every port on 127.0.0.1 on free ports;
 #  5. checks: headerd and the load generator healthy, /healthz and a `headerd get` through the
@@ -363,6 +365,15 @@ build "$PROMETHEUS_IMAGE" "$WORK/build-prometheus.log" - <"$SRC/deploy/prometheu
 # asked: the entrypoint's own `load` mode would wait for an enode file.)
 "${DOCKER[@]}" run --rm --network none --entrypoint headerd "$HEADERD_IMAGE" load --help >/dev/null 2>&1 ||
     die "the headerd in $HEADERD_IMAGE has no working 'load' command (headerd load --help fails)"
+# The image runs what the Debian package installs (deploy/Dockerfile installs the .deb): dpkg knows
+# headerd, /usr/bin/headerd is the package's, and that program names the package's version.
+pkg=$("${DOCKER[@]}" run --rm --network none --entrypoint sh "$HEADERD_IMAGE" -c \
+    'dpkg-query -W -f="\${Version} \${Status}\n" headerd && dpkg -S /usr/bin/headerd && command -v headerd && headerd --version' 2>&1) ||
+    die "the image does not hold the headerd package: $pkg"
+pkg_version=${pkg%% *}
+[[ $pkg == *"install ok installed"*"headerd: /usr/bin/headerd"*"/usr/bin/headerd"*"headerd $pkg_version "* ]] ||
+    die "the image's headerd is not the package's: $pkg"
+say "ok: the image runs the package headerd $pkg_version ($(tail -n 1 <<<"$pkg"))"
 done_phase
 
 # --- 4. the stack --------------------------------------------------------------------------------
