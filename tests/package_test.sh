@@ -16,8 +16,9 @@
 #     hashes match the mainnet list; SIGTERM stops it with exit code 0;
 #  5. an upgrade to the same build packaged as a later version (cpack -R), with a stand-in
 #     systemctl that logs its calls (the root has no systemd): an enabled, running service is
-#     stopped by prerm and started again by postinst, a disabled one is not started; the edited
-#     conffile, the user and the datadir stay;
+#     stopped by prerm and started again by postinst, a disabled one is not started, nor an enabled
+#     one while /usr/sbin/policy-rc.d forbids it; the edited conffile, the user and the datadir
+#     stay;
 #  6. `dpkg --purge` leaves nothing of the package (dpkg -L taken before, every new path of the
 #     root compared) but the datadir and the user that owns it; installed again (a first install,
 #     which never starts the service), `HEADERD_PURGE_DATA=1 dpkg --purge` removes those too.
