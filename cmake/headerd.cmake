@@ -18,6 +18,15 @@ function(headerd_library name)
     target_compile_features(headerd_${name} PUBLIC cxx_std_20)
     target_link_libraries(headerd_${name} PUBLIC ${ARG_DEPS})
 
+    # The link check: an empty program that links every object of the library (whole archive) and
+    # nothing else but what DEPS names. It fails to link when the library uses a library it does not
+    # name, which an ordinary program finds only when it happens not to get that library some other
+    # way. Normal builds with tests only: the sanitizer and fuzz builds link the same DEPS.
+    if(HEADERD_BUILD_TESTS AND NOT HEADERD_SANITIZE AND NOT HEADERD_FUZZ)
+        add_executable(headerd_${name}_link_check ${PROJECT_SOURCE_DIR}/cmake/link_check_main.cpp)
+        target_link_libraries(headerd_${name}_link_check PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,headerd_${name}>")
+    endif()
+
     if(HEADERD_BUILD_TESTS)
         file(GLOB tests CONFIGURE_DEPENDS "${CMAKE_CURRENT_SOURCE_DIR}/*_test.cpp")
         if(tests)
