@@ -23,7 +23,11 @@ function(headerd_library name)
     # name, which an ordinary program finds only when it happens not to get that library some other
     # way. Normal builds with tests only: the sanitizer and fuzz builds link the same DEPS.
     if(HEADERD_BUILD_TESTS AND NOT HEADERD_SANITIZE AND NOT HEADERD_FUZZ)
-        add_executable(headerd_${name}_link_check ${PROJECT_SOURCE_DIR}/cmake/link_check_main.cpp)
+        if(NOT TARGET headerd_link_check_main)
+            # The empty main, compiled once for every link check.
+            add_library(headerd_link_check_main OBJECT ${PROJECT_SOURCE_DIR}/cmake/link_check_main.cpp)
+        endif()
+        add_executable(headerd_${name}_link_check $<TARGET_OBJECTS:headerd_link_check_main>)
         target_link_libraries(headerd_${name}_link_check PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,headerd_${name}>")
     endif()
 

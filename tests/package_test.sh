@@ -105,7 +105,12 @@ cleanup() {
     fi
 }
 trap cleanup EXIT
-in_root() { "${SUDO[@]}" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C DEBIAN_FRONTEND=noninteractive chroot "$R" "$@"; }
+# in_root CMD...: CMD in the root with a clean environment; ROOT_PATH_FIRST, when set, goes in front
+# of its PATH.
+in_root() {
+    "${SUDO[@]}" env -i PATH=${ROOT_PATH_FIRST:+$ROOT_PATH_FIRST:}/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C \
+        DEBIAN_FRONTEND=noninteractive chroot "$R" "$@"
+}
 
 # --- 2. the .deb -----------------------------------------------------------------------------------
 
@@ -280,7 +285,7 @@ esac
 STUB_EOF
 "${SUDO[@]}" chmod 0755 "$R$STUB/systemctl"
 "${SUDO[@]}" touch "$R/tmp/stub-enabled" "$R/tmp/stub-active"
-in_stub_systemd() { "${SUDO[@]}" env -i PATH=$STUB:/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C DEBIAN_FRONTEND=noninteractive chroot "$R" "$@"; }
+in_stub_systemd() { ROOT_PATH_FIRST=$STUB in_root "$@"; }
 # systemctl_calls: the stand-in's log since the last call, one line each, then empties it.
 systemctl_calls() {
     "${SUDO[@]}" cat "$R/tmp/systemctl.log" 2>/dev/null | tr '\n' ';'
