@@ -40,3 +40,5 @@ configure_package_config_file(cmake/headerdConfig.cmake.in ${PROJECT_BINARY_DIR}
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/headerdConfigVersion.cmake COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/headerdConfig.cmake ${PROJECT_BINARY_DIR}/headerdConfigVersion.cmake
         DESTINATION ${HEADERD_CMAKE_DIR} COMPONENT dev)
+# The licence (Apache-2.0) goes with the headers and libraries it covers, as its section 4(a) asks.
+install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT dev)

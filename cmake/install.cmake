@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Install rules and the Debian package of the headerd program (docs/packaging.md).
 #
 #   cmake --install build [--prefix /usr] [--strip]     the program in its FHS places
@@ -39,6 +40,12 @@ add_custom_target(headerd_changelog ALL DEPENDS ${HEADERD_CHANGELOG})
 install(TARGETS headerd RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT headerd)
 install(FILES ${HEADERD_MAN_PAGE}.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT headerd)
 install(FILES README.md ${HEADERD_CHANGELOG} DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT headerd)
+# The machine-readable copyright file (DEP-5) of deploy/debian/copyright, where Debian's policy
+# wants it: /usr/share/doc/headerd/copyright, mode 0644. It names the licence, Apache-2.0, and
+# points at /usr/share/common-licenses/Apache-2.0 for its text (every Debian system has it, from
+# base-files), so the package does not carry a second copy of LICENSE.
+install(FILES deploy/debian/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT headerd
+        PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
 # Beside README.md in docs/, so the README's links (docs/operations.md, ...) hold.
 file(GLOB HEADERD_DOCS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/*.md)
 install(FILES ${HEADERD_DOCS} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT headerd)
@@ -96,6 +103,9 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME headerd)
 set(CPACK_PACKAGE_VENDOR "headerd")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Ethereum peer that serves block headers")
+# The licence's text, for the generators that show one (the .deb has no field for it: its licence
+# is in /usr/share/doc/headerd/copyright, above).
+set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 # The long description (CPack puts the summary above it and indents every line).
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
     "headerd keeps Ethereum block headers (LevelDB for recent ones, an append-only\nfreezer for old ones), imports them from era1 archives or syncs them from\npeers, and serves them to devp2p peers (RLPx, eth/68 to eth/72). The package\ninstalls the headerd program, its man page and documentation, an example\nconfiguration in /etc/headerd and a hardened systemd unit, which stays\ndisabled until the operator enables it.")

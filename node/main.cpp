@@ -19,7 +19,7 @@ void usage(std::FILE* out) {
     for (const auto& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
     std::fprintf(out,
                  "\nRun 'headerd COMMAND --help' for the options of a command, 'headerd --version' for the\n"
-                 "version and commit of this build.\n");
+                 "version, commit and licence of this build.\n");
 }
 
 }  // namespace
@@ -35,7 +35,9 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (name == "--version" || name == "version") {
-        std::printf("headerd %s (commit %s)\n", headerd::node::kVersion, headerd::node::kCommit);
+        // The first line is parsed by tests/package_test.sh and tests/compose_test.sh: keep it.
+        std::printf("headerd %s (commit %s)\nLicensed under the Apache License 2.0 (SPDX: Apache-2.0)\n",
+                    headerd::node::kVersion, headerd::node::kCommit);
         return 0;
     }
     for (const auto& c : kCommands) {

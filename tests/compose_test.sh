@@ -373,7 +373,7 @@ pkg=$("${DOCKER[@]}" run --rm --network none --entrypoint sh "$HEADERD_IMAGE" -c
 pkg_version=${pkg%% *}
 [[ $pkg == *"install ok installed"*"headerd: /usr/bin/headerd"*"/usr/bin/headerd"*"headerd $pkg_version "* ]] ||
     die "the image's headerd is not the package's: $pkg"
-say "ok: the image runs the package headerd $pkg_version ($(tail -n 1 <<<"$pkg"))"
+say "ok: the image runs the package headerd $pkg_version ($(grep -m 1 "^headerd $pkg_version " <<<"$pkg"))"
 done_phase
 
 # --- 4. the stack --------------------------------------------------------------------------------

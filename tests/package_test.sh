@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The Debian package (docs/packaging.md) installed into a clean Debian 12 root:
 #  1. without root: deploy/headerd.toml documents every option of `headerd serve` and every key of
-#     it is one headerd accepts; the man page made by the build covers every command and groff
-#     reads it without a warning;
+#     it is one headerd accepts; the man page made by the build covers every command, names the
+#     licence and groff reads it without a warning; `headerd --version` names the licence;
 #  2. cpack builds headerd_<version>_<arch>.deb from BUILD_DIR: stripped binary, Depends from
-#     dpkg-shlibdeps, the conffile, the maintainer scripts;
+#     dpkg-shlibdeps, the conffile, the maintainer scripts, the DEP-5 copyright file (Apache-2.0)
+#     as /usr/share/doc/headerd/copyright, mode 0644;
 #  3. a Debian 12 minbase root made by debootstrap (cached as a tarball under
 #     ${XDG_CACHE_HOME:-$HOME/.cache}/headerd/, so only the first run downloads it), with /proc
 #     mounted, where `apt-get install ./headerd_*.deb` pulls the dependencies; the files are where
@@ -65,7 +66,18 @@ if command -v groff >/dev/null; then
     warnings=$(zcat "$MAN" | groff -man -ww -z 2>&1) || true
     [ -z "$warnings" ] || fail "groff warns about the man page: $warnings"
 fi
-say "ok: headerd(1) covers every command"
+zcat "$MAN" >"$WORK/headerd.1"
+grep -q '^\.SH COPYRIGHT' "$WORK/headerd.1" && grep -q 'Apache License 2\.0' "$WORK/headerd.1" ||
+    fail "the man page has no COPYRIGHT section naming the Apache License 2.0"
+say "ok: headerd(1) covers every command and names the licence"
+# --version: the first line as before (this test and tests/compose_test.sh parse it), the licence
+# on the second.
+"$HEADERD" --version >"$WORK/version-build.txt" || fail "headerd --version failed"
+grep -qE '^headerd [0-9][^ ]* \(commit [^)]+\)$' <(head -n 1 "$WORK/version-build.txt") ||
+    fail "the first line of headerd --version is not 'headerd VERSION (commit C)': $(head -n 1 "$WORK/version-build.txt")"
+sed -n 2p "$WORK/version-build.txt" | grep -q 'Licensed under the Apache License 2\.0' ||
+    fail "headerd --version does not name the licence: $(cat "$WORK/version-build.txt")"
+say "ok: headerd --version names the licence: $(sed -n 2p "$WORK/version-build.txt")"
 
 # --- privileges and tools --------------------------------------------------------------------------
 
@@ -128,7 +140,21 @@ for f in conffiles postinst prerm postrm; do grep -q "\./$f " "$WORK/control.txt
 [ "$(dpkg-deb --info "$DEB" conffiles)" = /etc/headerd/headerd.toml ] || fail "conffiles: $(dpkg-deb --info "$DEB" conffiles)"
 mkdir "$WORK/x" && dpkg-deb -x "$DEB" "$WORK/x"
 if readelf -S "$WORK/x/usr/bin/headerd" | grep -qE '\.symtab|\.debug_info'; then fail "/usr/bin/headerd is not stripped"; fi
-say "ok: $(basename "$DEB"), $(stat -c %s "$DEB") bytes, stripped, Depends: $depends"
+# The copyright file, where policy wants it (lintian's error no-copyright-file otherwise): DEP-5,
+# Apache-2.0, deploy/debian/copyright as written, mode 0644; and no second copy of the licence's
+# text (Debian points at /usr/share/common-licenses/Apache-2.0 instead).
+COPYRIGHT=usr/share/doc/headerd/copyright
+dpkg-deb -c "$DEB" >"$WORK/contents.txt"
+grep -qE "^-rw-r--r-- root/root +[0-9]+ [0-9-]+ [0-9:]+ \./$COPYRIGHT\$" "$WORK/contents.txt" ||
+    fail "no /$COPYRIGHT of mode 0644 in the package: $(grep -F "./$COPYRIGHT" "$WORK/contents.txt")"
+cmp -s "$WORK/x/$COPYRIGHT" "$SRC/deploy/debian/copyright" || fail "/$COPYRIGHT differs from deploy/debian/copyright"
+[ "$(head -n 1 "$WORK/x/$COPYRIGHT")" = "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/" ] ||
+    fail "/$COPYRIGHT does not start with the DEP-5 Format line: $(head -n 1 "$WORK/x/$COPYRIGHT")"
+grep -qx 'Files: \*' "$WORK/x/$COPYRIGHT" && [ "$(grep -cx 'License: Apache-2.0' "$WORK/x/$COPYRIGHT")" = 2 ] &&
+    grep -q '/usr/share/common-licenses/Apache-2.0' "$WORK/x/$COPYRIGHT" ||
+    fail "/$COPYRIGHT does not give Files: * the licence Apache-2.0 with its stand-alone paragraph"
+if grep -qiE '/(LICEN[CS]E|COPYING)[^/]*$' "$WORK/contents.txt"; then fail "the package carries a licence text file besides /$COPYRIGHT"; fi
+say "ok: $(basename "$DEB"), $(stat -c %s "$DEB") bytes, stripped, /$COPYRIGHT (DEP-5, Apache-2.0), Depends: $depends"
 
 # --- 3. a clean Debian 12 root, the package installed ------------------------------------------------
 
@@ -190,11 +216,12 @@ say "ok: installed with $(grep -c '^Setting up' "$WORK/apt.log") packages set up
 # The program runs in the root and names its version: the package's.
 in_root /usr/bin/headerd --version >"$WORK/version.txt" 2>&1 || fail "headerd --version in the root: $(cat "$WORK/version.txt")"
 grep -q "^headerd $version " "$WORK/version.txt" || fail "headerd --version is not $version: $(cat "$WORK/version.txt")"
-say "ok: headerd --version: $(head -n 1 "$WORK/version.txt")"
+grep -q "Apache License 2\.0" "$WORK/version.txt" || fail "headerd --version does not name the licence: $(cat "$WORK/version.txt")"
+say "ok: headerd --version: $(tr '\n' ' ' <"$WORK/version.txt")"
 # The files where docs/packaging.md says.
 for f in /usr/bin/headerd /etc/headerd/headerd.toml /usr/lib/systemd/system/headerd.service \
     /usr/share/man/man1/headerd.1.gz /usr/share/doc/headerd/README.md /usr/share/doc/headerd/docs/operations.md \
-    /usr/share/doc/headerd/changelog.gz; do
+    /usr/share/doc/headerd/changelog.gz /usr/share/doc/headerd/copyright; do
     in_root dpkg -S "$f" >/dev/null 2>&1 || fail "$f is not a file of the package"
     "${SUDO[@]}" test -f "$R$f" || fail "$f missing after the install"
 done
@@ -207,7 +234,12 @@ uid=$(in_root id -u headerd) || fail "no user headerd"
 [ "$uid" -lt 1000 ] || fail "headerd is not a system user (uid $uid)"
 [ "$(in_root stat -c '%a %U %G' /var/lib/headerd)" = "750 headerd headerd" ] ||
     fail "/var/lib/headerd is $(in_root stat -c '%a %U %G' /var/lib/headerd), not 750 headerd headerd"
-say "ok: binary, config (a conffile), unit (as in deploy/systemd), man page and docs in place; user headerd (uid $uid), /var/lib/headerd 0750"
+[ "$(in_root stat -c '%a %U %G' /usr/share/doc/headerd/copyright)" = "644 root root" ] ||
+    fail "/usr/share/doc/headerd/copyright is $(in_root stat -c '%a %U %G' /usr/share/doc/headerd/copyright), not 644 root root"
+in_root head -n 1 /usr/share/doc/headerd/copyright | grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' ||
+    fail "the installed /usr/share/doc/headerd/copyright does not start with the DEP-5 Format line"
+in_root test -f /usr/share/common-licenses/Apache-2.0 || fail "/usr/share/common-licenses/Apache-2.0, which the copyright file names, is missing"
+say "ok: binary, config (a conffile), unit (as in deploy/systemd), man page, docs and copyright (0644, DEP-5) in place; user headerd (uid $uid), /var/lib/headerd 0750"
 
 if command -v systemd-analyze >/dev/null && [ -d /usr/lib/systemd/system ]; then
     # The installed unit, binary and man page, as systemd would load them.
