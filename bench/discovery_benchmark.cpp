@@ -220,7 +220,7 @@ void v4_find_node(benchmark::State& state) {
     const auto server = key_of(1);
     Table table(server.public_key().node_id());
     const auto now = Clock::now();
-    for (const Node& n : known_nodes()) table.add(n, now);
+    for (const Node& n : known_nodes()) table.add(n, now, Origin::kDirect, 1);
     std::vector<Bytes> requests;
     for (uint64_t i = 0; i < 64; ++i) {
         v4::FindNode f{key_of(50000 + i).public_key().bytes(), expiration()};
@@ -234,7 +234,7 @@ void v4_find_node(benchmark::State& state) {
         auto d = v4::decode(requests[next++ % requests.size()]);
         if (!d) state.SkipWithError("decode failed");
         const auto& f = std::get<v4::FindNode>(d->packet);
-        std::vector<Node> closest = table.closest(keccak256(f.target), 16);
+        std::vector<Node> closest = table.closest(keccak256(f.target), 16, true);
         std::erase_if(closest, [&](const Node& n) { return !relay_allowed(kLoopback, n.ip); });
         answered += closest.size();
         for (const auto& reply : neighbors_packets(closest, expiration())) {
@@ -385,12 +385,12 @@ void memory_node_db_and_table(benchmark::State& state) {
             auto db = NodeDb::open(path).value();
             const auto now = WallClock::now();
             for (const Node& n : nodes) {
-                db.seen(n, now);
+                db.seen(n, now, Origin::kDirect);
                 db.set_last_pong(n, n.ip, now);
             }
             const size_t heap1 = heap_in_use();
             Table table(self);
-            for (const Node& n : nodes) table.add(n, Clock::now());
+            for (const Node& n : nodes) table.add(n, Clock::now(), Origin::kDirect, 1);
             const size_t heap2 = heap_in_use();
             rss = static_cast<double>(rss_bytes()) - static_cast<double>(rss0);
             db_bytes = static_cast<double>(heap1 - heap0);

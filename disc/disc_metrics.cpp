@@ -135,8 +135,11 @@ std::vector<MetricFamily> DiscoveryCollector::Collect() const {
         const std::string reason = v5_handshake_failure(e);
         if (reason != "other") add(failures, {v5, {"reason", reason}}, get(s5.handshakes_failed[e]));
     }
-    return {packets, bytes,        dropped, timeouts,   lookups, lookup_seconds,
-            table,   replacements, buckets, handshakes, failures};
+    auto challenges = family("headerd_discovery_challenges", "discv5 WHOAREYOU challenges waiting for their handshake.",
+                             MetricType::Gauge);
+    add(challenges, {v5}, get(s5.challenges));
+    return {packets, bytes,        dropped, timeouts,   lookups,  lookup_seconds,
+            table,   replacements, buckets, handshakes, failures, challenges};
 }
 
 }  // namespace headerd::disc

@@ -86,7 +86,12 @@ TEST(DiscoveryCollector, CountsBothProtocolsOfRealPings) {
         EXPECT_EQ(sample(fa, "headerd_discovery_dropped_total", {{"protocol", "discv4"}, {"reason", reason}}), 0)
             << reason;
     }
-    EXPECT_EQ(sample(fa, "headerd_discovery_dropped_total", {{"protocol", "discv5"}, {"reason", "unsolicited"}}), 0);
+    for (const char* reason : {"unsolicited", "rate-limited"}) {
+        EXPECT_EQ(sample(fa, "headerd_discovery_dropped_total", {{"protocol", "discv5"}, {"reason", reason}}), 0)
+            << reason;
+    }
+    // b's challenge was used up by a's handshake.
+    EXPECT_EQ(sample(fb, "headerd_discovery_challenges", {{"protocol", "discv5"}}), 0);
     EXPECT_EQ(sample(fa, "headerd_discovery_table_nodes", {{"protocol", "discv5"}}), 1);  // b answered
 
     // Without a discv5 service, no discv5 sample.

@@ -12,7 +12,10 @@
 namespace headerd::disc {
 namespace {
 
-constexpr std::string_view kHeader = "# headerd node database v1";
+// v2 adds the liveness count; a v1 file is read with 0 (none of its nodes is a seed until it
+// passes revalidations again).
+constexpr std::string_view kHeader = "# headerd node database v2";
+constexpr std::string_view kHeaderV1 = "# headerd node database v1";
 
 int64_t seconds(WallClock::time_point t) {
     return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
@@ -51,7 +54,7 @@ Outcome<NodeDb> NodeDb::open(std::string path, NodeDbConfig config) {
     while (std::getline(in, line)) {
         ++number;
         if (number == 1) {
-            if (line != kHeader) return bad(fmt::format("expected '{}'", kHeader));
+            if (line != kHeader && line != kHeaderV1) return bad(fmt::format("expected '{}'", kHeader));
             continue;
         }
         if (line.empty()) continue;
@@ -63,11 +66,13 @@ Outcome<NodeDb> NodeDb::open(std::string path, NodeDbConfig config) {
         int64_t pong = 0, ping = 0, seen = 0;
         uint32_t fails = 0;
         if (!(fields >> url >> pong_ip >> pong >> ping_ip >> ping >> fails >> seen)) return bad("missing fields");
-        auto node = parse_node(url);  // its record when it has one, else its enode URL
+        uint32_t liveness = 0;
+        if (!(fields >> liveness)) liveness = 0;  // a v1 line
+        auto node = parse_node(url);              // its record when it has one, else its enode URL
         auto pip = parse_ip(pong_ip);
         auto iip = parse_ip(ping_ip);
         if (!node || !pip || !iip) return bad("not a node record, enode URL or IP");
-        Record r{*node, *pip, from_seconds(pong), *iip, from_seconds(ping), fails, from_seconds(seen)};
+        Record r{*node, *pip, from_seconds(pong), *iip, from_seconds(ping), fails, from_seconds(seen), liveness};
         db.records_.insert_or_assign(node->id, std::move(r));
     }
     return db;
@@ -79,11 +84,15 @@ NodeDb::Record& NodeDb::record_for(const Node& node) {
     if (records_.size() > config_.max_nodes + config_.max_nodes / 10 && records_.find(node.id) == records_.end()) {
         expire(WallClock::now());
     }
-    auto [it, inserted] = records_.try_emplace(node.id, Record{node, {}, {}, {}, {}, 0, {}});
+    auto [it, inserted] = records_.try_emplace(node.id, Record{node, {}, {}, {}, {}, 0, {}, 0});
     return it->second;
 }
 
-void NodeDb::seen(const Node& node, WallClock::time_point now) {
+void NodeDb::seen(const Node& node, WallClock::time_point now, Origin origin) {
+    if (const Record* held = find(node.id); held && origin == Origin::kRelayed) {
+        const uint64_t held_seq = held->node.enr ? held->node.enr->seq() : 0;
+        if (!node.enr || node.enr->seq() <= held_seq) return;
+    }
     Record& r = record_for(node);
     std::optional<Enr> record = node.enr;
     if (r.node.enr && (!record || record->seq() < r.node.enr->seq())) record = r.node.enr;
@@ -125,19 +134,26 @@ void NodeDb::set_findnode_failures(const NodeId& id, uint32_t n) {
     if (auto it = records_.find(id); it != records_.end()) it->second.findnode_failures = n;
 }
 
+void NodeDb::set_liveness(const NodeId& id, uint32_t checks) {
+    if (auto it = records_.find(id); it != records_.end()) it->second.liveness = checks;
+}
+
 const NodeDb::Record* NodeDb::find(const NodeId& id) const {
     auto it = records_.find(id);
     return it == records_.end() ? nullptr : &it->second;
 }
 
-std::vector<Node> NodeDb::seeds(size_t n, WallClock::time_point now) const {
+std::vector<Node> NodeDb::seeds(size_t n, WallClock::time_point now, std::mt19937_64& rng) const {
     std::vector<const Record*> fresh;
     for (const auto& [id, r] : records_) {
-        if (r.last_pong.time_since_epoch().count() != 0 && now - r.last_pong <= config_.seed_max_age) {
+        if (r.liveness > 5 && r.last_pong.time_since_epoch().count() != 0 &&
+            now - r.last_pong <= config_.seed_max_age) {
             fresh.push_back(&r);
         }
     }
-    std::sort(fresh.begin(), fresh.end(), [](const Record* a, const Record* b) { return a->last_pong > b->last_pong; });
+    // The map's order depends on ids only; sort by id first so that a seeded generator replays.
+    std::sort(fresh.begin(), fresh.end(), [](const Record* a, const Record* b) { return a->node.id < b->node.id; });
+    std::shuffle(fresh.begin(), fresh.end(), rng);
     std::vector<Node> out;
     for (size_t i = 0; i < fresh.size() && i < n; ++i) out.push_back(fresh[i]->node);
     return out;
@@ -159,8 +175,9 @@ Outcome<void> NodeDb::save(WallClock::time_point now) {
     out += '\n';
     for (const auto& [id, r] : records_) {
         const std::string url = r.node.enr ? r.node.enr->text() : r.node.enode();
-        out += fmt::format("node {} {} {} {} {} {} {}\n", url, ip_text(r.pong_ip), seconds(r.last_pong),
-                           ip_text(r.ping_ip), seconds(r.last_ping), r.findnode_failures, seconds(r.last_seen));
+        out += fmt::format("node {} {} {} {} {} {} {} {}\n", url, ip_text(r.pong_ip), seconds(r.last_pong),
+                           ip_text(r.ping_ip), seconds(r.last_ping), r.findnode_failures, seconds(r.last_seen),
+                           r.liveness);
     }
     return p2p::write_file_atomic(path_, out, 0644);
 }

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <random>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -43,6 +44,7 @@ class NodeDb {
         WallClock::time_point last_ping{};
         uint32_t findnode_failures{0};
         WallClock::time_point last_seen{};
+        uint32_t liveness{0};  // its table liveness count when it was last a seed candidate (> 5)
     };
 
     // An empty, in-memory database (nothing is saved).
@@ -52,7 +54,9 @@ class NodeDb {
     static Outcome<NodeDb> open(std::string path, NodeDbConfig config = {});
 
     // Remembers (or refreshes) a node's endpoint and record; a record never replaces a newer one.
-    void seen(const Node& node, WallClock::time_point now);
+    // Relayed news (Origin::kRelayed) of a node we know changes nothing unless it brings a newer
+    // record: what a third party says never moves a node that answered us.
+    void seen(const Node& node, WallClock::time_point now, Origin origin);
 
     WallClock::time_point last_pong(const NodeId& id, const boost::asio::ip::address& ip) const;
     void set_last_pong(const Node& node, const boost::asio::ip::address& ip, WallClock::time_point t);
@@ -60,11 +64,14 @@ class NodeDb {
     void set_last_ping(const Node& node, const boost::asio::ip::address& ip, WallClock::time_point t);
     uint32_t findnode_failures(const NodeId& id) const;
     void set_findnode_failures(const NodeId& id, uint32_t n);
+    // A table node passed `checks` revalidations (geth keeps nodes with more than 5 as seeds).
+    void set_liveness(const NodeId& id, uint32_t checks);
 
     const Record* find(const NodeId& id) const;
-    // Up to n nodes that answered a ping within seed_max_age, most recent first: the nodes a
-    // restart starts from.
-    std::vector<Node> seeds(size_t n, WallClock::time_point now) const;
+    // Up to n nodes, chosen at random, that passed more than 5 revalidations and answered a ping
+    // within seed_max_age: the nodes a restart starts from. Random, so that an attacker who got
+    // some nodes into the database cannot count on being the seeds.
+    std::vector<Node> seeds(size_t n, WallClock::time_point now, std::mt19937_64& rng) const;
     // Drops nodes unseen for max_age, then the least recently seen beyond max_nodes.
     void expire(WallClock::time_point now);
     size_t size() const noexcept { return records_.size(); }

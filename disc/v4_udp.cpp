@@ -32,6 +32,12 @@ uint64_t unix_now() {
 
 NodeId id_of(const v4::NodeKey& key) { return keccak256(key); }
 
+TableConfig table_config(const V4Config& config) {
+    TableConfig t = config.table;
+    t.revalidate_interval = config.revalidate_interval;
+    return t;
+}
+
 }  // namespace
 
 const char* to_string(V4Drop d) noexcept {
@@ -74,7 +80,7 @@ V4Service::V4Service(asio::io_context& io, const rlpx::PrivateKey& key, Enr reco
       record_(std::move(record)),
       db_(std::move(db)),
       config_(std::move(config)),
-      table_(key.public_key().node_id(), config_.table),
+      table_(key.public_key().node_id(), table_config(config_)),
       socket_(io),
       revalidate_timer_(io),
       refresh_timer_(io),
@@ -275,18 +281,17 @@ void V4Service::handle_ping(const v4::Decoded& d, const v4::Ping& p, const udp::
     const Node n = Node::from_key(d.sender, from.address(), from.port(), p.from.tcp);
     const auto now = WallClock::now();
     db_.set_last_ping(n, from.address(), now);
-    if (on_found) on_found(n);
     // geth adds a pinging node only once it has answered our own ping (and only after the first
-    // refresh, so a flood of pings cannot fill an empty table before our own lookups did).
+    // refresh, so a flood of pings cannot fill an empty table before our own lookups did). Nor is
+    // it reported before: a spoofed ping must not make a crawler ask the spoofed address.
     if (bonded(n.id, n.ip)) {
-        if (init_done_) table_.add(n, Clock::now());
+        add_direct(n);
         return;
     }
     asio::co_spawn(
         io_,
         [self = shared_from_this(), n]() -> awaitable<void> {
-            if (co_await self->ping(n) && self->init_done_) self->table_.add(n, Clock::now());
-            self->note_table();
+            if (co_await self->ping(n)) self->add_direct(n);
         },
         asio::detached);
 }
@@ -298,7 +303,9 @@ bool V4Service::bonded(const NodeId& id, const boost::asio::ip::address& ip) con
 void V4Service::handle_find_node(const v4::Decoded& d, const v4::FindNode& p, const udp::endpoint& from) {
     const NodeId sender = d.sender.node_id();
     if (!bonded(sender, from.address())) return drop(V4Drop::kUnbonded);  // no amplification
-    std::vector<Node> closest = table_.closest(id_of(p.target), kFindNodeResults);
+    // Verified nodes only while there are any (geth's preferLive): what a lookup merely named is not
+    // passed on.
+    std::vector<Node> closest = table_.closest(id_of(p.target), kFindNodeResults, true);
     std::erase_if(closest, [&](const Node& n) { return !relay_allowed(from.address(), n.ip); });
     for (const auto& reply : neighbors_packets(closest, expiration())) send(from, reply);
 }
@@ -359,7 +366,8 @@ awaitable<bool> V4Service::wait(std::shared_ptr<Pending> pending) {
 
 awaitable<std::optional<v4::Pong>> V4Service::ping(Node node) {
     const udp::endpoint to(node.ip, node.udp);
-    auto hash = send(to, v4::Ping{4, our_endpoint(), {node.ip, node.udp, node.tcp}, expiration(), record_.seq()});
+    // The recipient's endpoint with TCP port 0, as the spec and geth write it.
+    auto hash = send(to, v4::Ping{4, our_endpoint(), {node.ip, node.udp, 0}, expiration(), record_.seq()});
     if (!hash) co_return std::nullopt;
     std::optional<v4::Pong> pong;
     auto pending = std::make_shared<Pending>(io_, node, v4::PacketType::kPong);
@@ -414,8 +422,8 @@ awaitable<std::optional<std::vector<Node>>> V4Service::find_node(Node node, v4::
         db_.set_findnode_failures(node.id, fails);
         // geth's rule: drop a node that keeps failing, unless its bucket is nearly empty (which
         // keeps a small network from losing its last contacts).
-        if (fails >= config_.max_findnode_failures && table_.size() >= config_.table.bucket_size / 4) {
-            table_.remove(node.id);
+        if (fails >= config_.max_findnode_failures && table_.bucket_size_of(node.id) >= config_.table.bucket_size / 4) {
+            if (table_.remove(node.id)) log_table("evicted", node, "findnode failures");
         }
         co_return std::nullopt;
     }
@@ -439,6 +447,17 @@ awaitable<std::optional<Enr>> V4Service::request_enr(Node node) {
         return true;
     };
     if (!co_await wait(pending)) co_return std::nullopt;
+    if (!record) co_return std::nullopt;
+    // geth's RequestENR: an older record than the one held is not taken, and the record's address
+    // passes the address policy against where the node answered from, or it is refused (a public
+    // node must not point our dials or our pings at loopback, the LAN or a special range).
+    if (node.enr && record->seq() < node.enr->seq()) co_return node.enr;
+    if (const auto verdict = check_record(node.ip, *record); verdict != AddressVerdict::kAllowed) {
+        ++stats_.refused_relays;
+        spdlog::debug("Discovery record refused                 id={} from={} reason=\"{}\"", short_id(node.id),
+                      node.ip.to_string(), to_string(verdict));
+        co_return std::nullopt;
+    }
     co_return record;
 }
 
@@ -449,12 +468,46 @@ void V4Service::note_table() noexcept {
     stats_.table_replacements = table_.replacement_count();
 }
 
+void V4Service::log_table(const char* what, const Node& n, std::string_view source) const {
+    spdlog::debug("Discovery table: {:<8}                  id={} addr={}:{} source={} table={}", what, short_id(n.id),
+                  n.ip.to_string(), n.udp, source, table_.size());
+}
+
+void V4Service::note_add(Table::AddResult r, const Node& n, std::string_view source) {
+    switch (r) {
+        case Table::AddResult::kAdded:
+            log_table("added", n, source);
+            break;
+        case Table::AddResult::kMoved:
+            ++stats_.moves;
+            log_table("moved", n, source);
+            break;
+        case Table::AddResult::kStale:
+            ++stats_.refused_moves;
+            log_table("refused", n, source);
+            break;
+        case Table::AddResult::kIpLimit:
+            log_table("ip-limit", n, source);
+            break;
+        default:
+            break;
+    }
+    note_table();
+}
+
+void V4Service::add_direct(const Node& n) {
+    if (!init_done_) return;
+    const auto r = table_.add(n, Clock::now(), Origin::kDirect, 1);
+    note_add(r, n, "ping");
+    if (on_found) on_found(n);  // it bonded: a crawler may ask it for its record
+}
+
 void V4Service::add_found(const Node& n) {
     if (n.id == table_.self()) return;  // others list us too
-    if (on_found) on_found(n);
-    db_.seen(n, WallClock::now());
-    table_.add(n, Clock::now(), 0);  // unverified: the first failed revalidation removes it
-    note_table();
+    db_.seen(n, WallClock::now(), Origin::kRelayed);
+    const auto r = table_.add(n, Clock::now(), Origin::kRelayed, 0);  // unverified until it answers a ping
+    note_add(r, n, "neighbors");
+    if (on_found && (r == Table::AddResult::kAdded || r == Table::AddResult::kReplacement)) on_found(n);
 }
 
 awaitable<std::vector<Node>> V4Service::lookup(v4::NodeKey target) {
@@ -474,8 +527,10 @@ awaitable<std::vector<Node>> V4Service::lookup(v4::NodeKey target) {
 }
 
 awaitable<void> V4Service::refresh() {
-    for (const auto& n : db_.seeds(kSeedCount, WallClock::now())) table_.add(n, Clock::now(), 0);
-    for (const auto& n : config_.bootnodes) table_.add(n, Clock::now(), 0);
+    for (const auto& n : db_.seeds(kSeedCount, WallClock::now(), rng_)) {
+        note_add(table_.add(n, Clock::now(), Origin::kRelayed, 0), n, "seed");
+    }
+    for (const auto& n : config_.bootnodes) note_add(table_.add(n, Clock::now(), Origin::kRelayed, 0), n, "bootnode");
     co_await lookup(key_.public_key().bytes());
     for (int i = 0; i < 3 && !stopped_; ++i) {
         v4::NodeKey random;
@@ -500,21 +555,14 @@ awaitable<void> V4Service::refresh_loop() {
 awaitable<void> V4Service::revalidate_loop() {
     auto last_save = Clock::now();
     while (!stopped_) {
-        revalidate_timer_.expires_after(config_.revalidate_interval);
+        // The table says when its next revalidation list is due (geth's randomised fast and slow
+        // lists); nodes added while we sleep wait at most one interval.
+        revalidate_timer_.expires_at(std::min(table_.next_revalidation(), Clock::now() + config_.revalidate_interval));
         co_await revalidate_timer_.async_wait(kTuple);
         if (stopped_) break;
-        if (auto n = table_.next_to_revalidate()) {
-            auto pong = co_await ping(*n);
-            if (stopped_) break;
-            table_.revalidated(n->id, pong.has_value(), Clock::now());
-            // A higher seq in the Pong means a newer record: fetch it (EIP-868).
-            const Table::Entry* e = table_.find(n->id);
-            if (pong && pong->enr_seq && e && (!e->node.enr || e->node.enr->seq() < *pong->enr_seq)) {
-                if (auto record = co_await request_enr(*n)) {
-                    if (auto updated = Node::from_enr(*record)) table_.add(*updated, Clock::now());
-                }
-            }
-            note_table();
+        for (const Node& n : table_.due_for_revalidation(Clock::now())) {
+            co_await revalidate(n);
+            if (stopped_) co_return;
         }
         if (Clock::now() - last_save >= config_.save_interval) {
             last_save = Clock::now();
@@ -523,6 +571,26 @@ awaitable<void> V4Service::revalidate_loop() {
             }
         }
     }
+}
+
+awaitable<void> V4Service::revalidate(Node n) {
+    auto pong = co_await ping(n);
+    if (stopped_) co_return;
+    if (table_.revalidated(n.id, pong.has_value(), Clock::now())) log_table("evicted", n, "revalidation");
+    const Table::Entry* e = table_.find(n.id);
+    // geth keeps a node that passed more than 5 checks as a seed for the next start.
+    if (e && e->liveness_checks > 5) db_.set_liveness(n.id, e->liveness_checks);
+    // A higher seq in the Pong means a newer record: fetch it (EIP-868). It must be newer than the
+    // one held to change anything (request_enr checks its address).
+    if (pong && pong->enr_seq && e && (!e->node.enr || e->node.enr->seq() < *pong->enr_seq)) {
+        Node held = e->node;
+        if (auto record = co_await request_enr(std::move(held))) {
+            if (auto updated = Node::from_enr(*record)) {
+                note_add(table_.add(*updated, Clock::now(), Origin::kRelayed, 0), *updated, "record");
+            }
+        }
+    }
+    note_table();
 }
 
 }  // namespace headerd::disc

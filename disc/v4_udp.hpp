@@ -35,6 +35,7 @@
 #include <optional>
 #include <random>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
@@ -90,6 +91,9 @@ struct V4Stats {
     std::array<std::atomic<uint64_t>, kBucketCount> bucket_sizes{};
     std::atomic<uint64_t> table_replacements{0};
     std::atomic<uint64_t> request_timeouts{0};
+    std::atomic<uint64_t> moves{0};           // table nodes whose endpoint changed
+    std::atomic<uint64_t> refused_moves{0};   // relayed news that would have moved a node we hold
+    std::atomic<uint64_t> refused_relays{0};  // records whose address the address policy refused
 };
 
 class V4Service : public std::enable_shared_from_this<V4Service> {
@@ -136,13 +140,16 @@ class V4Service : public std::enable_shared_from_this<V4Service> {
 
     // Datagrams that do not decode as discv4 (the discv5 service takes them).
     std::function<void(ByteView, const udp::endpoint&)> on_unhandled;
-    // Every node a FindNode answer or a ping told us of, before it is checked (a crawler's input).
+    // Every node that bonded with us (answered our ping) or that a FindNode answer put into the
+    // table or its replacements (a crawler's input); never a node that only pinged us.
     std::function<void(const Node&)> on_found;
 
   private:
     struct Pending;
     boost::asio::awaitable<void> read_loop();
     boost::asio::awaitable<void> revalidate_loop();
+    // One revalidation: a ping, its result in the table, the newer record when the Pong says so.
+    boost::asio::awaitable<void> revalidate(Node n);
     boost::asio::awaitable<void> refresh_loop();
     void handle(ByteView datagram, const udp::endpoint& from);
     void handle_ping(const v4::Decoded& d, const v4::Ping& p, const udp::endpoint& from);
@@ -162,7 +169,13 @@ class V4Service : public std::enable_shared_from_this<V4Service> {
     // Waits for replies matched by `pending` until it is done or times out; true when done.
     boost::asio::awaitable<bool> wait(std::shared_ptr<Pending> pending);
     std::optional<Node> relayed_node(const v4::NeighborNode& n, const boost::asio::ip::address& sender) const;
+    // A node a lookup told us of (relayed: it cannot move a node we hold).
     void add_found(const Node& n);
+    // A node that answered our ping, into the table once the first refresh is done.
+    void add_direct(const Node& n);
+    // Counts and logs (at debug) what an add did.
+    void note_add(Table::AddResult r, const Node& n, std::string_view source);
+    void log_table(const char* what, const Node& n, std::string_view source) const;
     // Copies the table's sizes into stats_ (read by other threads).
     void note_table() noexcept;
 

@@ -67,6 +67,8 @@ const char* to_string(V5Drop d) noexcept {
             return "unsolicited";
         case V5Drop::kUnexpectedWhoareyou:
             return "unexpected-whoareyou";
+        case V5Drop::kRateLimited:
+            return "rate-limited";
         case V5Drop::kCount_:
             break;
     }
@@ -96,7 +98,13 @@ V5Service::V5Service(asio::io_context& io, const rlpx::PrivateKey& key, Enr reco
       codec_(key, std::move(record), config.codec),
       send_(std::move(send)),
       config_(std::move(config)),
-      table_(key.public_key().node_id(), config_.table),
+      limiter_(config_.rate_limit),
+      table_(key.public_key().node_id(),
+             [&] {
+                 TableConfig t = config_.table;
+                 t.revalidate_interval = config_.revalidate_interval;
+                 return t;
+             }()),
       refresh_timer_(io),
       revalidate_timer_(io),
       rng_(std::random_device{}()) {}
@@ -152,7 +160,10 @@ void V5Service::handle(ByteView datagram, const udp::endpoint& source) {
         return;
     }
     const udp::endpoint from = normalized(source);
+    // A handshake's check costs an ECDH and a signature verification: within the limits only.
+    if (codec_.packet_kind(datagram) == v5::PacketKind::kHandshake && !admit(from)) return;
     auto decoded = codec_.decode(datagram, to_v5(from));
+    stats_.challenges = codec_.challenge_count();  // decode drops the expired and the answered ones
     if (!decoded) {
         const auto& ec = decoded.error();
         using v5::WireError;
@@ -183,7 +194,10 @@ void V5Service::handle(ByteView datagram, const udp::endpoint& source) {
         return;
     }
     if (const auto* u = std::get_if<v5::Unknown>(&decoded->packet)) {
-        // No session: challenge it. The record we know of it lets it leave its own out.
+        // No session: challenge it, within the limits (a WHOAREYOU costs little, but each one makes
+        // a challenge to keep and invites a handshake to check). The record we know of it lets it
+        // leave its own out.
+        if (!admit(from)) return;
         const Table::Entry* known = table_.find(decoded->src_id);
         const Enr* record = known && known->node.enr ? &*known->node.enr : nullptr;
         auto challenge = codec_.encode_whoareyou(decoded->src_id, to_v5(from), u->nonce, record);
@@ -191,6 +205,7 @@ void V5Service::handle(ByteView datagram, const udp::endpoint& source) {
             ++stats_.whoareyou_out;
             put(from, *challenge);
         }
+        stats_.challenges = codec_.challenge_count();
         return;
     }
     handle_message(*decoded, from);
@@ -244,6 +259,8 @@ void V5Service::handle_whoareyou(const v5::Whoareyou& w, const udp::endpoint& fr
     ++stats_.handshakes_sent;
     put(from, *hs);
     count_out(p->request);
+    // The request goes only now: a whole response_timeout for its answer (geth re-arms too).
+    p->timer.expires_after(config_.response_timeout);
     // The other requests to this node that went as random packets: over the new session now.
     for (auto& other : pending_) {
         if (other == p || other->done || !other->awaiting_whoareyou || other->to != from ||
@@ -253,6 +270,7 @@ void V5Service::handle_whoareyou(const v5::Whoareyou& w, const udp::endpoint& fr
         if (auto e = send(other->node.id, other->to, other->request)) {
             other->nonce = e->nonce;
             other->awaiting_whoareyou = e->random_packet;
+            other->timer.expires_after(config_.response_timeout);
         }
     }
 }
@@ -269,12 +287,11 @@ void V5Service::handle_find_node(const Hash32& src, const v5::FindNode& f, const
         const auto ours = record().encoded();
         records.emplace_back(ours.begin(), ours.end());
     }
+    // Only nodes that answered us or completed a handshake, in random order, as geth
+    // (appendBucketNodes with checkLive, shuffled): a node a lookup merely named is not passed on.
     for (const Node& n : table_.at_distances(distances, table_.size())) {
         if (records.size() >= kFindNodeResults) break;
         if (!n.enr || !relay_allowed(from.address(), n.ip)) continue;
-        // Only nodes that answered us or completed a handshake, as geth (appendBucketNodes with
-        // checkLive): a node a lookup merely named is not passed on.
-        if (const Table::Entry* e = table_.find(n.id); !e || e->liveness_checks == 0) continue;
         const auto rlp = n.enr->encoded();
         records.emplace_back(rlp.begin(), rlp.end());
     }
@@ -309,6 +326,8 @@ bool V5Service::handle_reply(const Hash32& src, const v5::Message& m, const udp:
         if (done) {
             p->done = true;
             p->timer.cancel();
+        } else {
+            p->timer.expires_after(config_.response_timeout);  // more NODES to come: a deadline each
         }
         return true;
     }
@@ -324,6 +343,12 @@ v5::RequestId V5Service::new_request_id() {
     return id;
 }
 
+bool V5Service::admit(const udp::endpoint& from) {
+    if (limiter_.allow(from.address(), Clock::now())) return true;
+    ++stats_.dropped[static_cast<size_t>(V5Drop::kRateLimited)];
+    return false;
+}
+
 std::shared_ptr<V5Service::Pending> V5Service::make_pending(const Node& node, v5::Message m) {
     return std::make_shared<Pending>(io_, node, std::move(m));
 }
@@ -336,7 +361,11 @@ awaitable<bool> V5Service::request(std::shared_ptr<Pending> p) {
     p->awaiting_whoareyou = sent->random_packet;
     p->timer.expires_after(config_.response_timeout);
     pending_.push_back(p);
-    co_await p->timer.async_wait(kTuple);
+    for (;;) {
+        co_await p->timer.async_wait(kTuple);
+        // Re-armed (expires_after cancels the wait): wait on until the new deadline.
+        if (p->done || stopped_ || p->timer.expiry() <= Clock::now()) break;
+    }
     pending_.remove(p);
     if (!p->done) ++stats_.request_timeouts;
     // It answered: alive, and we have its record.
@@ -408,8 +437,17 @@ awaitable<std::optional<std::vector<Node>>> V5Service::find_node(Node node, std:
 void V5Service::add_node(const Node& n, uint32_t checks) {
     if (n.id == table_.self() || !n.enr) return;
     const auto now = Clock::now();
-    // A node already in the table that answered again: one more liveness check passed.
-    if (table_.add(n, now, checks) == Table::AddResult::kUpdated && checks > 0) table_.revalidated(n.id, true, now);
+    // checks > 0: the node itself (its handshake, its answer), which may change what we hold of it;
+    // 0: a record others relayed, which changes a held node only with a higher seq.
+    const Origin origin = checks > 0 ? Origin::kDirect : Origin::kRelayed;
+    // An answer to a lookup's FINDNODE does not count as a revalidation (geth's neither): only the
+    // revalidation PING moves a node between the lists (revalidate()).
+    const auto r = table_.add(n, now, origin, checks);
+    if (r == Table::AddResult::kAdded || r == Table::AddResult::kMoved || r == Table::AddResult::kStale) {
+        spdlog::debug("Discovery v5 table: {:<8}               id={} addr={}:{} source={} table={}",
+                      to_string(r) == std::string_view("stale") ? "refused" : to_string(r), short_id(n.id),
+                      n.ip.to_string(), n.udp, checks > 0 ? "direct" : "nodes", table_.size());
+    }
     stats_.table_size = table_.size();
 }
 
@@ -451,31 +489,33 @@ awaitable<void> V5Service::refresh_loop() {
 
 awaitable<void> V5Service::revalidate_loop() {
     while (!stopped_) {
-        revalidate_timer_.expires_after(config_.revalidate_interval);
+        // geth's randomised fast and slow lists (disc/table.hpp); nodes added while we sleep wait at
+        // most one interval.
+        revalidate_timer_.expires_at(std::min(table_.next_revalidation(), Clock::now() + config_.revalidate_interval));
         co_await revalidate_timer_.async_wait(kTuple);
         if (stopped_) break;
-        const auto n = table_.next_to_revalidate();
-        if (!n) continue;
-        // An answer counts as a liveness check (request() adds it); a miss is counted here.
-        auto pong = co_await ping(*n);
-        if (stopped_) break;
-        if (!pong) {
-            table_.revalidated(n->id, false, Clock::now());
-            stats_.table_size = table_.size();
-            continue;
+        for (const Node& n : table_.due_for_revalidation(Clock::now())) {
+            co_await revalidate(n);
+            if (stopped_) co_return;
         }
-        const Table::Entry* e = table_.find(n->id);
-        if (!e || !e->node.enr || e->node.enr->seq() >= pong->enr_seq) continue;
-        // A newer record: distance 0 is the node's own. (The vector is made outside the co_await:
-        // GCC cannot put an initializer list's array into a coroutine frame.)
-        std::vector<unsigned> own(1, 0);
-        auto records = co_await find_node(*n, std::move(own));
-        if (stopped_) break;
-        if (records) {
-            for (const Node& updated : *records) {
-                if (updated.id == n->id) add_node(updated, 0);
-            }
-        }
+    }
+}
+
+awaitable<void> V5Service::revalidate(Node n) {
+    auto pong = co_await ping(n);
+    if (stopped_) co_return;
+    table_.revalidated(n.id, pong.has_value(), Clock::now());
+    stats_.table_size = table_.size();
+    if (!pong) co_return;
+    const Table::Entry* e = table_.find(n.id);
+    if (!e || !e->node.enr || e->node.enr->seq() >= pong->enr_seq) co_return;
+    // A newer record: distance 0 is the node's own. (The vector is made outside the co_await:
+    // GCC cannot put an initializer list's array into a coroutine frame.)
+    std::vector<unsigned> own(1, 0);
+    auto records = co_await find_node(n, std::move(own));
+    if (stopped_ || !records) co_return;
+    for (const Node& updated : *records) {
+        if (updated.id == n.id) add_node(updated, 0);
     }
 }
 

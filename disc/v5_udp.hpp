@@ -10,11 +10,16 @@
 //   16 records, relay rule, packed into NODES of at most ~1000 bytes of records), TALKREQ with an
 //   empty TALKRESP, a packet it cannot decrypt with WHOAREYOU (the pending challenge again while
 //   there is one).
+// - Flood limits: a WHOAREYOU answer and a handshake's check (ECDH and signature) each take a token
+//   of a RateLimiter (disc/rate_limit.hpp: per source IP and global); without one the datagram is
+//   dropped unread. WHOAREYOUs answering our requests and messages over a session are not limited.
 // - Requests (ping, find_node, talk_req) need the node's record (the key agreement uses its key).
 //   Without a session the codec sends a random packet; the WHOAREYOU naming it makes us send the
 //   request again as a handshake, and the other requests waiting on that node are sent again over
 //   the new session. Replies count only from the node id and IP:port the request went to, with
-//   its request id; anything else is dropped as unsolicited.
+//   its request id; anything else is dropped as unsolicited. The deadline (response_timeout)
+//   starts again when the handshake goes out and after each NODES packet of a longer answer, as
+//   geth's: a first contact takes two round trips.
 // - A node that completes a handshake with us from the address its record names, or answers one
 //   of our requests, goes into the table.
 //
@@ -38,6 +43,7 @@
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "disc/rate_limit.hpp"
 #include "disc/table.hpp"
 #include "disc/v5wire.hpp"
 
@@ -52,6 +58,7 @@ struct V5Config {
     std::chrono::milliseconds revalidate_interval{3000};  // one table node pinged per interval
     bool allow_low_ports = false;                         // geth refuses relayed nodes on UDP <= 1024
     size_t max_pending = 1024;                            // requests waiting for replies at once
+    RateLimitConfig rate_limit;                           // WHOAREYOU answers and handshake checks per source
     TableConfig table;
     v5::CodecOptions codec;
 };
@@ -63,6 +70,7 @@ enum class V5Drop : uint8_t {
     kUnknownMessage,       // a message type not handled (REGTOPIC, ...)
     kUnsolicited,          // a response to nothing we asked that node (id, IP:port, request id)
     kUnexpectedWhoareyou,  // a WHOAREYOU that names no request we wait for
+    kRateLimited,          // a packet to challenge or a handshake over the rate limits: dropped unread
     kCount_,
 };
 const char* to_string(V5Drop d) noexcept;
@@ -84,6 +92,7 @@ struct V5Stats {
     std::atomic<uint64_t> lookups{0};
     std::atomic<uint64_t> table_size{0};
     std::atomic<uint64_t> request_timeouts{0};
+    std::atomic<uint64_t> challenges{0};  // WHOAREYOUs waiting for their handshake (the codec's count)
 };
 
 class V5Service : public std::enable_shared_from_this<V5Service> {
@@ -146,13 +155,18 @@ class V5Service : public std::enable_shared_from_this<V5Service> {
     boost::asio::awaitable<bool> request(std::shared_ptr<Pending> pending);
     std::shared_ptr<Pending> make_pending(const Node& node, v5::Message m);
     v5::RequestId new_request_id();
+    // Takes a token of the rate limits for a datagram from `from`; false: drop it (counted).
+    bool admit(const udp::endpoint& from);
     std::optional<Node> verified_node(ByteView rlp, const Node& from, const std::vector<unsigned>& distances) const;
     void add_node(const Node& n, uint32_t checks);
+    // One revalidation: a PING, its result in the table, the newer record when the PONG says so.
+    boost::asio::awaitable<void> revalidate(Node n);
 
     boost::asio::io_context& io_;
     v5::Codec codec_;
     SendFn send_;
     V5Config config_;
+    RateLimiter limiter_;
     Table table_;
     boost::asio::steady_timer refresh_timer_;
     boost::asio::steady_timer revalidate_timer_;

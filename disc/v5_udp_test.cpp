@@ -10,10 +10,15 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <memory>
+#include <optional>
+#include <random>
 #include <set>
+#include <vector>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_future.hpp>
 
 #include "core/awaitable.hpp"
@@ -122,14 +127,13 @@ struct RawPeer {
 uint64_t count(const std::atomic<uint64_t>& c) { return c.load(); }
 uint64_t dropped(const TestNode& n, V5Drop why) { return n.v5->stats().dropped[static_cast<size_t>(why)].load(); }
 
-// Makes `peer` complete a handshake with `target` through a PING; true when the PONG came.
-bool raw_handshake(asio::io_context& io, RawPeer& peer, const TestNode& target) {
-    const udp::endpoint to(kLoopback, target.port());
+// Makes `peer` send `target` a random packet; the WHOAREYOU it answers with, if one came.
+std::optional<v5::Whoareyou> raw_challenge(asio::io_context& io, RawPeer& peer, const TestNode& target,
+                                           const v5::Message& m) {
     const auto dest = v5::Endpoint::ipv4({127, 0, 0, 1}, target.port());
-    const v5::Message ping = v5::Ping{Bytes{1}, 1};
-    auto first = peer.codec->encode(target.v5->id(), dest, ping);
-    if (!first) return false;
-    peer.send(to, first->datagram);
+    auto first = peer.codec->encode(target.v5->id(), dest, m);
+    if (!first) return std::nullopt;
+    peer.send({kLoopback, target.port()}, first->datagram);
     std::optional<v5::Whoareyou> challenge;
     run_until(io, [&] {
         for (const auto& r : peer.received) {
@@ -137,12 +141,78 @@ bool raw_handshake(asio::io_context& io, RawPeer& peer, const TestNode& target) 
         }
         return challenge.has_value();
     });
+    return challenge;
+}
+
+// Makes `peer` send the handshake answering `challenge` with `m`.
+void raw_handshake_packet(RawPeer& peer, const TestNode& target, const v5::Message& m, const v5::Whoareyou& challenge) {
+    const auto dest = v5::Endpoint::ipv4({127, 0, 0, 1}, target.port());
+    auto hs = peer.codec->encode_handshake(target.v5->id(), dest, m, challenge, target.v5->record());
+    ASSERT_TRUE(hs);
+    peer.send({kLoopback, target.port()}, hs->datagram);
+}
+
+// Makes `peer` complete a handshake with `target` through a PING; true when the PONG came.
+bool raw_handshake(asio::io_context& io, RawPeer& peer, const TestNode& target) {
+    const v5::Message ping = v5::Ping{Bytes{1}, 1};
+    auto challenge = raw_challenge(io, peer, target, ping);
     if (!challenge) return false;
-    auto hs = peer.codec->encode_handshake(target.v5->id(), dest, ping, *challenge, target.v5->record());
-    if (!hs) return false;
-    peer.send(to, hs->datagram);
+    raw_handshake_packet(peer, target, ping, *challenge);
     return run_until(io, [&] { return peer.count<v5::Pong>() > 0; });
 }
+
+// `n` records of fresh keys (on 127.0.0.1, ports from 30000) at distance 256 from `of`: half of
+// all ids are.
+std::vector<Bytes> records_at_256(const NodeId& of, size_t n) {
+    std::vector<Bytes> records;
+    while (records.size() < n) {
+        auto k = rlpx::PrivateKey::generate().value();
+        auto r = loopback_record(k, static_cast<uint16_t>(30000 + records.size()));
+        if (log_distance(r.node_id(), of) == 256) records.emplace_back(r.encoded().begin(), r.encoded().end());
+    }
+    return records;
+}
+
+// A link with latency, on a socket of its own: what the first sender (the client) sends goes on to
+// `target` at once, what target sends back reaches the client `delay` later. A node reached
+// through it is at the link's port.
+struct SlowLink {
+    udp::socket socket;
+    udp::endpoint target;
+    std::chrono::milliseconds delay;
+    udp::endpoint client;
+    std::vector<std::unique_ptr<asio::steady_timer>> timers;
+
+    SlowLink(asio::io_context& io, udp::endpoint to, std::chrono::milliseconds d)
+        : socket(io, udp::endpoint(kLoopback, 0)), target(to), delay(d) {
+        asio::co_spawn(io, relay(), asio::detached);
+    }
+    ~SlowLink() {
+        for (auto& t : timers) t->cancel();
+        boost::system::error_code ec;
+        socket.close(ec);
+    }
+    uint16_t port() const { return socket.local_endpoint().port(); }
+    asio::awaitable<void> relay() {
+        std::array<uint8_t, 2048> buffer;
+        udp::endpoint from;
+        for (;;) {
+            auto [ec, n] = co_await socket.async_receive_from(asio::buffer(buffer), from, kTuple);
+            if (ec == asio::error::operation_aborted || !socket.is_open()) co_return;
+            if (ec) continue;
+            auto data = std::make_shared<Bytes>(buffer.begin(), buffer.begin() + n);
+            if (from != target) {
+                client = from;
+                socket.send_to(asio::buffer(*data), target);
+                continue;
+            }
+            auto& timer = timers.emplace_back(std::make_unique<asio::steady_timer>(socket.get_executor(), delay));
+            timer->async_wait([this, data, to = client](boost::system::error_code e) {
+                if (!e) socket.send_to(asio::buffer(*data), to);
+            });
+        }
+    }
+};
 
 TEST(V5Service, HandshakeBothWaysAndPingPong) {
     asio::io_context io;
@@ -367,14 +437,8 @@ TEST(V5Service, NodesTotalIsCappedAtFive) {
     config.response_timeout = 3s;  // a capped answer ends the request long before this
     TestNode a(io, config);
     RawPeer peer(io);
-    // Six records at distance 256 from the peer (half of all ids are), one per NODES packet.
-    std::vector<Bytes> records;
-    while (records.size() < 6) {
-        auto k = rlpx::PrivateKey::generate().value();
-        auto r = loopback_record(k, static_cast<uint16_t>(30000 + records.size()));
-        if (log_distance(r.node_id(), peer.node().id) == 256)
-            records.emplace_back(r.encoded().begin(), r.encoded().end());
-    }
+    // Six records at distance 256 from the peer, one per NODES packet.
+    const std::vector<Bytes> records = records_at_256(peer.node().id, 6);
     peer.on_packet = [&](const v5::Decoded& d, const udp::endpoint& from) {
         const auto* m = std::get_if<v5::Message>(&d.packet);
         if (!m || !std::holds_alternative<v5::FindNode>(*m)) return;
@@ -422,6 +486,139 @@ TEST(V5Service, OversizedDatagramDropped) {
     run_until(
         io, [] { return false; }, 100ms);
     EXPECT_EQ(peer.datagrams, 0u);
+}
+
+TEST(V5Service, SlowFirstContactAnsweredWithinTheRearmedDeadline) {
+    asio::io_context io;
+    const V5Config config = fast_config();
+    const auto timeout = config.response_timeout;
+    TestNode a(io, config), b(io, config);
+    // b's WHOAREYOU and then its PONG each reach a 0.6 response_timeout late.
+    SlowLink link(io, {kLoopback, b.port()}, timeout * 6 / 10);
+    Node via = b.node();
+    via.udp = link.port();
+    const auto started = std::chrono::steady_clock::now();
+    auto pong = run(io, a.v5->ping(via));
+    const auto took = std::chrono::steady_clock::now() - started;
+    ASSERT_TRUE(pong);
+    EXPECT_EQ(count(a.v5->stats().handshakes_sent), 1u);
+    EXPECT_EQ(count(a.v5->stats().request_timeouts), 0u);
+    // Two delays, more than one response_timeout: only the deadline re-armed when the handshake
+    // went out let the PONG count.
+    EXPECT_GT(took, timeout);
+    // Over the session one delay: well within one deadline.
+    ASSERT_TRUE(run(io, a.v5->ping(via)));
+    EXPECT_EQ(count(a.v5->stats().handshakes_sent), 1u);
+}
+
+TEST(V5Service, EachNodesPacketRearmsTheDeadline) {
+    asio::io_context io;
+    const V5Config config = fast_config();
+    const auto delay = config.response_timeout * 6 / 10;
+    TestNode a(io, config);
+    RawPeer peer(io);
+    // Three NODES packets, the i-th sent i * 0.6 response_timeout after the FINDNODE came.
+    const std::vector<Bytes> records = records_at_256(peer.node().id, 3);
+    std::vector<std::unique_ptr<asio::steady_timer>> timers;
+    peer.on_packet = [&](const v5::Decoded& d, const udp::endpoint& from) {
+        const auto* m = std::get_if<v5::Message>(&d.packet);
+        if (!m || !std::holds_alternative<v5::FindNode>(*m)) return;
+        const auto dest = v5::Endpoint::ipv4({127, 0, 0, 1}, from.port());
+        for (size_t i = 0; i < records.size(); ++i) {
+            auto e = peer.codec->encode(d.src_id, dest, v5::Nodes{v5::request_id(*m), 3, {records[i]}});
+            ASSERT_TRUE(e);
+            auto& t = timers.emplace_back(std::make_unique<asio::steady_timer>(io, delay * static_cast<int>(i + 1)));
+            t->async_wait([&peer, from, datagram = e->datagram](boost::system::error_code ec) {
+                if (!ec) peer.send(from, datagram);
+            });
+        }
+    };
+    const auto started = std::chrono::steady_clock::now();
+    auto nodes = run(io, a.v5->find_node(peer.node(), {256}));
+    const auto took = std::chrono::steady_clock::now() - started;
+    ASSERT_TRUE(nodes);
+    // All three: the first deadline alone would have ended the request after the first packet.
+    EXPECT_EQ(nodes->size(), 3u);
+    EXPECT_GT(took, config.response_timeout);
+    EXPECT_EQ(count(a.v5->stats().request_timeouts), 0u);
+}
+
+TEST(V5Service, JunkFloodGetsAtMostTheRateLimitOfChallenges) {
+    asio::io_context io;
+    V5Config config = fast_config();
+    config.rate_limit.per_ip_rate = 50;
+    config.rate_limit.per_ip_burst = 100;
+    TestNode a(io, config);
+    RawPeer junk(io);
+    // A random packet (no session) that the flood sends again from ever new source ids: the mask
+    // is a stream cipher, so XOR-ing the masked src-id with (old ^ new) makes another sender's.
+    const auto dest = v5::Endpoint::ipv4({127, 0, 0, 1}, a.port());
+    const Bytes packet = junk.codec->encode(a.v5->id(), dest, v5::Ping{Bytes{1}, 1}).value().datagram;
+    const Hash32 old_id = junk.codec->local_id();
+    const auto handled = [&] { return count(a.v5->stats().bytes_in) / packet.size(); };
+    constexpr size_t kFlood = 20000;
+    std::mt19937_64 rng(1);
+    const auto started = std::chrono::steady_clock::now();
+    for (size_t sent = 0; sent < kFlood;) {
+        // In batches the socket's receive buffer holds; a datagram the kernel dropped anyway is
+        // not waited for past the deadline.
+        for (size_t i = 0; i < 50 && sent < kFlood; ++i, ++sent) {
+            Bytes p = packet;
+            for (size_t j = 0; j < old_id.size(); ++j)
+                p[v5::kHeaderStart + j] ^= static_cast<uint8_t>(old_id[j] ^ rng());
+            junk.send({kLoopback, a.port()}, p);
+        }
+        run_until(
+            io, [&] { return handled() >= sent; }, 500ms, 1ms);
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const uint64_t challenges = count(a.v5->stats().whoareyou_out);
+    run_until(
+        io, [&] { return junk.datagrams >= challenges; }, 1s);
+    EXPECT_GT(handled(), kFlood / 2);  // most of it reached the service
+    // At most the bucket's burst and what it refilled while the flood lasted.
+    EXPECT_LE(static_cast<double>(challenges), 100 + 50 * seconds + 1) << seconds << " s";
+    EXPECT_EQ(junk.datagrams, challenges);
+    EXPECT_EQ(dropped(a, V5Drop::kRateLimited), handled() - challenges);
+    EXPECT_LE(count(a.v5->stats().challenges), challenges);
+
+    // Another socket's PING is still answered: the bucket of 127.0.0.1, which the flood emptied,
+    // has a token again within 20 ms, so a retry at most.
+    TestNode b(io);
+    std::optional<v5::Pong> pong;
+    for (int i = 0; i < 3 && !pong; ++i) pong = run(io, b.v5->ping(a.node()));
+    EXPECT_TRUE(pong);
+}
+
+TEST(V5Service, HandshakesOverTheLimitDroppedUncheckedButOurRequestsAnswered) {
+    asio::io_context io;
+    V5Config config = fast_config();
+    // One token per source IP, refilled in hours: the first WHOAREYOU takes it.
+    config.rate_limit.per_ip_rate = 1e-4;
+    config.rate_limit.per_ip_burst = 1;
+    TestNode a(io, config);
+    RawPeer peer(io);
+    const v5::Message ping = v5::Ping{Bytes{1}, 1};
+    auto challenge = raw_challenge(io, peer, a, ping);
+    ASSERT_TRUE(challenge);
+    raw_handshake_packet(peer, a, ping, *challenge);
+    EXPECT_TRUE(run_until(io, [&] { return dropped(a, V5Drop::kRateLimited) == 1; }));
+    // Not looked at: neither accepted nor failed, and its challenge still pending.
+    EXPECT_EQ(count(a.v5->stats().handshakes_accepted), 0u);
+    for (const auto& failed : a.v5->stats().handshakes_failed) EXPECT_EQ(count(failed), 0u);
+    EXPECT_EQ(count(a.v5->stats().challenges), 1u);
+    // Another random packet from 127.0.0.1 gets no WHOAREYOU.
+    RawPeer other(io);
+    const auto dest = v5::Endpoint::ipv4({127, 0, 0, 1}, a.port());
+    other.send({kLoopback, a.port()}, other.codec->encode(a.v5->id(), dest, ping).value().datagram);
+    EXPECT_TRUE(run_until(io, [&] { return dropped(a, V5Drop::kRateLimited) == 2; }));
+    // a's own request goes through: b's WHOAREYOU answers it, its PONG comes over the session.
+    TestNode b(io);
+    EXPECT_TRUE(run(io, a.v5->ping(b.node())));
+    // And b's request to a uses that session: nothing to limit.
+    EXPECT_TRUE(run(io, b.v5->ping(a.node())));
+    EXPECT_EQ(dropped(a, V5Drop::kRateLimited), 2u);
+    EXPECT_EQ(other.datagrams, 0u);
 }
 
 TEST(V5Service, StopEndsRequests) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <utility>
 
@@ -16,6 +17,7 @@ namespace {
 constexpr uint8_t kFlagMessage = 0;
 constexpr uint8_t kFlagWhoareyou = 1;
 constexpr uint8_t kFlagHandshake = 2;
+static_assert(static_cast<uint8_t>(PacketKind::kHandshake) == kFlagHandshake);  // a PacketKind is its flag
 constexpr std::array<uint8_t, 6> kProtocolId = {'d', 'i', 's', 'c', 'v', '5'};
 constexpr size_t kMessageAuthSize = 32;                  // src-id
 constexpr size_t kWhoareyouAuthSize = kIdNonceSize + 8;  // id-nonce || enr-seq
@@ -274,6 +276,7 @@ Codec::Codec(const rlpx::PrivateKey& key, Enr record, CodecOptions options)
       local_id_(key.public_key().node_id()),
       record_(std::move(record)),
       capacity_(std::max<size_t>(options.session_capacity, 1)),
+      challenge_capacity_(std::max<size_t>(options.challenge_capacity, 1)),
       handshake_timeout_(options.handshake_timeout),
       hooks_(std::move(options.hooks)) {
     if (!hooks_.now) hooks_.now = [] { return std::chrono::steady_clock::now(); };
@@ -336,13 +339,21 @@ const Enr* Codec::session_record(const Hash32& id, const Endpoint& addr) const {
 
 const Whoareyou* Codec::current_challenge(const Hash32& id, const Endpoint& addr) const {
     auto it = challenges_.find(Peer{id, addr});
-    if (it == challenges_.end() || hooks_.now() - it->second.sent > handshake_timeout_) return nullptr;
-    return &it->second.whoareyou;
+    if (it == challenges_.end() || hooks_.now() - it->second->second.sent > handshake_timeout_) return nullptr;
+    return &it->second->second.whoareyou;
+}
+
+void Codec::drop_oldest_challenge() {
+    challenges_.erase(challenge_order_.front().first);
+    challenge_order_.pop_front();
 }
 
 void Codec::expire_challenges() {
+    // Called for every datagram: it must not cost a pass over a full map.
     const auto now = hooks_.now();
-    std::erase_if(challenges_, [&](const auto& kv) { return now - kv.second.sent > handshake_timeout_; });
+    while (!challenge_order_.empty() && now - challenge_order_.front().second.sent > handshake_timeout_) {
+        drop_oldest_challenge();
+    }
 }
 
 Result<Nonce> Codec::next_nonce(Session& session) {
@@ -451,7 +462,7 @@ Result<Encoded> Codec::encode_whoareyou(const Hash32& dest_id, const Endpoint& d
     if (auto it = challenges_.find(peer); it != challenges_.end()) {
         // Resend the pending challenge: the same bytes (same masking IV), so either copy the peer
         // answers is checked against the one challenge we keep.
-        const Whoareyou& w = it->second.whoareyou;
+        const Whoareyou& w = it->second->second.whoareyou;
         auto out = finish(dest_id, w.challenge_data, {});
         if (!out) return out.error();
         return Encoded{std::move(*out), w.request_nonce};
@@ -472,7 +483,11 @@ Result<Encoded> Codec::encode_whoareyou(const Hash32& dest_id, const Endpoint& d
     if (!out) return out.error();
     std::optional<Enr> record;
     if (known_record != nullptr) record = *known_record;
-    challenges_.insert_or_assign(peer, Challenge{w, std::move(record), hooks_.now()});
+    // None is pending for peer (found above): a new entry, the newest. At the cap the oldest goes,
+    // and its peer's handshake will be kUnexpectedHandshake.
+    while (challenges_.size() >= challenge_capacity_) drop_oldest_challenge();
+    challenge_order_.emplace_back(peer, Challenge{w, std::move(record), hooks_.now()});
+    challenges_.emplace(peer, std::prev(challenge_order_.end()));
     return Encoded{std::move(*out), request_nonce};
 }
 
@@ -526,6 +541,19 @@ Result<Decoded> Codec::decode(ByteView datagram, const Endpoint& from) {
     }
 }
 
+std::optional<PacketKind> Codec::packet_kind(ByteView datagram) const {
+    if (datagram.size() < kMinPacketSize || datagram.size() > kMaxPacketSize) return std::nullopt;
+    // The static header alone: the masking keystream starts with it, so this is what decode sees.
+    MaskingIv iv;
+    std::memcpy(iv.data(), datagram.data(), kMaskingIvSize);
+    std::array<uint8_t, kStaticHeaderSize> h;
+    std::memcpy(h.data(), datagram.data() + kMaskingIvSize, h.size());
+    if (!apply_mask(local_id_, iv, h)) return std::nullopt;
+    if (!std::equal(kProtocolId.begin(), kProtocolId.end(), h.begin())) return std::nullopt;
+    if (be16(h, 6) < kProtocolVersion || h[8] > kFlagHandshake) return std::nullopt;
+    return static_cast<PacketKind>(h[8]);
+}
+
 Result<Decoded> Codec::decode_message_packet(const Endpoint& from, const Nonce& nonce, ByteView header_data,
                                              ByteView authdata, ByteView message) {
     if (authdata.size() != kMessageAuthSize) return make_error_code(WireError::kBadAuthSize);
@@ -553,7 +581,8 @@ Result<Decoded> Codec::decode_handshake(const Endpoint& from, const Nonce& nonce
     auto it = challenges_.find(peer);
     if (it == challenges_.end()) return make_error_code(WireError::kUnexpectedHandshake);
     // Whatever happens next, this challenge is used up (as in geth): one answer per WHOAREYOU.
-    const Challenge challenge = std::move(it->second);
+    const Challenge challenge = std::move(it->second->second);
+    challenge_order_.erase(it->second);
     challenges_.erase(it);
 
     const size_t sig_size = authdata[32];

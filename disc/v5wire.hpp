@@ -54,6 +54,9 @@ inline constexpr size_t kRandomMessageSize = 20;
 inline constexpr std::chrono::milliseconds kHandshakeTimeout{1000};
 // Sessions kept, least recently used dropped first (geth: NewSessionCache(1024, ...)).
 inline constexpr size_t kDefaultSessionCapacity = 1024;
+// Pending WHOAREYOU challenges kept, the oldest dropped first (headerd's own: geth's map has no
+// bound, so a flood of packets from forged ids would grow it for a handshake timeout).
+inline constexpr size_t kDefaultChallengeCapacity = 4096;
 // The most NODES packets a requester waits for, whatever `total` says (geth:
 // totalNodesResponseLimit); see Nodes::expected_packets.
 inline constexpr uint8_t kMaxNodesPackets = 5;
@@ -193,6 +196,13 @@ struct Unknown {
 
 using Packet = std::variant<Message, Whoareyou, Unknown>;
 
+// The kind of packet, by its static header's flag.
+enum class PacketKind : uint8_t {
+    kMessage = 0,
+    kWhoareyou = 1,
+    kHandshake = 2,
+};
+
 struct Decoded {
     // The sender. Zero for WHOAREYOU, which does not carry it: match it by request_nonce.
     Hash32 src_id{};
@@ -224,6 +234,7 @@ struct CodecHooks {
 
 struct CodecOptions {
     size_t session_capacity{kDefaultSessionCapacity};
+    size_t challenge_capacity{kDefaultChallengeCapacity};
     std::chrono::milliseconds handshake_timeout{kHandshakeTimeout};
     CodecHooks hooks;
 };
@@ -262,6 +273,10 @@ class Codec {
     // every other failure an error (WireError, or rlpx::Errc for a crypto failure). Decoding a
     // handshake establishes the session and consumes the challenge (also when it fails).
     Result<Decoded> decode(ByteView datagram, const Endpoint& from);
+    // The kind of a datagram sent to us, from its static header alone (one AES block unmasked, no
+    // key agreement): a caller can rate-limit handshakes before decode verifies them. nullopt when
+    // decode would refuse the header (size, protocol id, version, flag).
+    std::optional<PacketKind> packet_kind(ByteView datagram) const;
 
     // The challenge we sent to (id, addr) and wait for an answer to, if any (not expired). Both
     // pointers stay valid until the next non-const call.
@@ -269,6 +284,8 @@ class Codec {
     // The record of the node with a session at (id, addr), if any.
     const Enr* session_record(const Hash32& id, const Endpoint& addr) const;
     size_t session_count() const noexcept { return sessions_.size(); }
+    // Pending challenges (expired ones may be counted until the next decode or encode_whoareyou).
+    size_t challenge_count() const noexcept { return challenges_.size(); }
 
     // Installs session keys as a handshake would (for the spec's vectors and tools).
     void store_session(const Hash32& id, const Endpoint& addr, const Key& write_key, const Key& read_key,
@@ -292,10 +309,14 @@ class Codec {
         std::chrono::steady_clock::time_point sent;
     };
     using SessionList = std::list<std::pair<Peer, Session>>;
+    using ChallengeList = std::list<std::pair<Peer, Challenge>>;
 
     Session* find_session(const Peer& peer);
     void put_session(const Peer& peer, Session session);
+    // Drops the challenges that have timed out: the oldest first, so it looks at those and one more.
     void expire_challenges();
+    // Drops the oldest challenge.
+    void drop_oldest_challenge();
     Result<Nonce> next_nonce(Session& session);
     // iv || static header || authdata, unmasked.
     Result<Bytes> header(uint8_t flag, const Nonce& nonce, ByteView authdata);
@@ -311,11 +332,13 @@ class Codec {
     Hash32 local_id_;
     Enr record_;
     size_t capacity_;
+    size_t challenge_capacity_;
     std::chrono::milliseconds handshake_timeout_;
     CodecHooks hooks_;
     SessionList lru_;  // most recently used first
     std::map<Peer, SessionList::iterator> sessions_;
-    std::map<Peer, Challenge> challenges_;
+    ChallengeList challenge_order_;  // oldest first: in the order sent, so in expiry order
+    std::map<Peer, ChallengeList::iterator> challenges_;
 };
 
 }  // namespace headerd::disc::v5

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "core/hex.hpp"
 #include "core/rlp.hpp"
@@ -478,6 +479,69 @@ TEST(V5Codec, ResendsThePendingChallenge) {
     auto w3 = b.encode_whoareyou(n.id_a, kAddrA, n2, nullptr).value();
     EXPECT_NE(w3.datagram, w1.datagram);
     EXPECT_EQ(w3.nonce, n2);
+}
+
+TEST(V5Codec, ChallengesAreCappedOldestFirst) {
+    const Nodes2 n;
+    CodecOptions o;
+    o.challenge_capacity = 4;
+    Codec b(n.key_b, n.record_b, o);
+    // Seven peers (A from seven ports), challenged in turn: the four newest stay.
+    std::vector<Endpoint> ports;
+    std::vector<Bytes> sent;
+    for (uint16_t port = 1; port <= 7; ++port) {
+        ports.push_back(Endpoint::ipv4({127, 0, 0, 1}, port));
+        sent.push_back(b.encode_whoareyou(n.id_a, ports.back(), Nonce{}, nullptr).value().datagram);
+        EXPECT_LE(b.challenge_count(), 4u);
+    }
+    EXPECT_EQ(b.challenge_count(), 4u);
+    for (size_t i = 0; i < ports.size(); ++i) EXPECT_EQ(b.current_challenge(n.id_a, ports[i]) != nullptr, i >= 3) << i;
+    // A handshake answering a dropped challenge finds none; one answering a kept challenge verifies.
+    Codec a(n.key_a, n.record_a);
+    const auto answer = [&](size_t i) {
+        const auto w = std::get<Whoareyou>(a.decode(sent[i], kAddrB).value().packet);
+        return a.encode_handshake(n.id_b, kAddrB, Ping{{1}, 1}, w, n.record_b).value().datagram;
+    };
+    EXPECT_EQ(error_of(b.decode(answer(0), ports[0])), WireError::kUnexpectedHandshake);
+    EXPECT_TRUE(b.decode(answer(6), ports[6]));
+    EXPECT_EQ(b.challenge_count(), 3u);  // used up
+}
+
+TEST(V5Codec, OnlyTimedOutChallengesExpire) {
+    const Nodes2 n;
+    const FakeClock clock;
+    Codec b(n.key_b, n.record_b, clocked(clock));
+    const auto port = [](uint16_t p) { return Endpoint::ipv4({127, 0, 0, 1}, p); };
+    for (uint16_t p = 1; p <= 3; ++p) ASSERT_TRUE(b.encode_whoareyou(n.id_a, port(p), Nonce{}, nullptr));
+    clock.advance(kHandshakeTimeout / 2);
+    const Bytes w4 = b.encode_whoareyou(n.id_a, port(4), Nonce{}, nullptr).value().datagram;
+    ASSERT_TRUE(b.encode_whoareyou(n.id_a, port(5), Nonce{}, nullptr));
+    EXPECT_EQ(b.challenge_count(), 5u);
+    // The first three time out, the last two not; the next challenge (or decode) drops the three.
+    clock.advance(kHandshakeTimeout / 2 + std::chrono::milliseconds(1));
+    ASSERT_TRUE(b.encode_whoareyou(n.id_a, port(6), Nonce{}, nullptr));
+    EXPECT_EQ(b.challenge_count(), 3u);
+    for (uint16_t p = 1; p <= 6; ++p) EXPECT_EQ(b.current_challenge(n.id_a, port(p)) != nullptr, p >= 4) << p;
+    // A kept one is still sent again byte for byte.
+    EXPECT_EQ(b.encode_whoareyou(n.id_a, port(4), Nonce{9}, nullptr).value().datagram, w4);
+    EXPECT_EQ(b.challenge_count(), 3u);
+}
+
+TEST(V5Codec, PacketKindFromTheHeaderAlone) {
+    const Nodes2 n;
+    const Codec a(n.key_a, n.record_a);
+    const Codec b(n.key_b, n.record_b);
+    EXPECT_EQ(b.packet_kind(hex(kPingPacket)), PacketKind::kMessage);
+    EXPECT_EQ(b.packet_kind(hex(kWhoareyouPacket)), PacketKind::kWhoareyou);
+    EXPECT_EQ(b.packet_kind(hex(kHandshakePacket)), PacketKind::kHandshake);
+    EXPECT_EQ(b.packet_kind(hex(kHandshakeEnrPacket)), PacketKind::kHandshake);
+    // Masked for another node (every vector is for B), too short, an unknown flag: nothing decode
+    // would read.
+    EXPECT_FALSE(a.packet_kind(hex(kPingPacket)));
+    EXPECT_FALSE(b.packet_kind(Bytes(kMinPacketSize - 1, 0)));
+    const Bytes flag3 =
+        edit_header(hex(kPingPacket), n.id_b, kHeaderStart, [](Bytes& h) { h[kMaskingIvSize + 8] = 3; });
+    EXPECT_FALSE(b.packet_kind(flag3));
 }
 
 TEST(V5Codec, SessionCacheIsLru) {

@@ -44,14 +44,34 @@ void Crawler::start(asio::io_context& io, size_t parallel) {
     }
 }
 
-void Crawler::add(const disc::Node& n) {
-    auto [it, added] = found_.try_emplace(n.id, Found{n, std::nullopt, false, std::nullopt, "discv4"});
-    if (added) spdlog::debug("Found node                               enode={}", n.enode());
+void Crawler::stop() noexcept {
+    stopping_ = true;
+    service_->on_found = nullptr;
 }
 
-void Crawler::add_record(const disc::Enr& record, const std::string& found_by) {
+void Crawler::add(const disc::Node& n, const std::string& found_by) {
+    if (stopping_) return;
+    if (found_.size() >= kMaxFound && !found_.contains(n.id)) {
+        ++left_out_;
+        return;
+    }
+    auto [it, added] = found_.try_emplace(n.id, Found{n, std::nullopt, false, std::nullopt, found_by});
+    if (added) spdlog::debug("Found node                               enode={} by={}", n.enode(), found_by);
+}
+
+void Crawler::add_record(const disc::Enr& record, const std::string& found_by, const boost::asio::ip::address& sender) {
     auto node = disc::Node::from_enr(record);
-    if (!node || node->id == service_->table().self()) return;
+    if (stopping_ || !node || node->id == service_->table().self()) return;
+    if (const auto verdict = disc::check_record(sender, record); verdict != disc::AddressVerdict::kAllowed) {
+        ++left_out_;
+        spdlog::debug("Node record refused                      enode={} by={} reason=\"{}\"", node->enode(), found_by,
+                      disc::to_string(verdict));
+        return;
+    }
+    if (found_.size() >= kMaxFound && !found_.contains(node->id)) {
+        ++left_out_;
+        return;
+    }
     auto [it, added] = found_.try_emplace(node->id, Found{*node, record, true, std::nullopt, found_by});
     Found& f = it->second;
     if (!added) {
@@ -71,9 +91,17 @@ Outcome<std::unique_ptr<DnsSource>> start_dns_source(asio::io_context& io, const
     DnsSourceOptions options;
     options.trees = settings.dns_trees;
     options.server = settings.dns_server;
+    // The DNS server is the sender of the records: a list from a resolver on loopback may name
+    // loopback nodes, one from the system's resolver (unnamed: taken as the internet) only public ones.
+    asio::ip::address sender = asio::ip::address_v4::any();
+    if (settings.dns_server) {
+        boost::system::error_code ec;
+        auto ip = asio::ip::make_address(settings.dns_server->substr(0, settings.dns_server->rfind(':')), ec);
+        if (!ec) sender = ip;
+    }
     std::weak_ptr<Crawler> weak = crawler;
-    return DnsSource::start(io, std::move(options), [weak](const disc::Enr& record) {
-        if (auto c = weak.lock()) c->add_record(record, "dns");
+    return DnsSource::start(io, std::move(options), [weak, sender](const disc::Enr& record) {
+        if (auto c = weak.lock()) c->add_record(record, "dns", sender);
     });
 }
 
@@ -111,6 +139,9 @@ std::vector<p2p::Enode> Crawler::candidates(size_t limit, const std::set<disc::N
         disc::Node node = disc::Node::from_enr(*f.record).value_or(f.node);
         if (!f.record->ip() && !f.record->ip6()) node.tcp = f.record->tcp().value_or(0);
         if (node.tcp == 0) continue;
+        // Never dial an address the node was not allowed to name from where we heard it (the
+        // record was checked when it came; this holds whatever path it took).
+        if (!disc::relay_allowed(f.node.ip, node.ip) || disc::is_unroutable(node.ip)) continue;
         out.push_back(p2p::Enode{node.key, node.ip.to_string(), node.tcp, node.udp});
     }
     return out;
@@ -147,8 +178,10 @@ awaitable<void> Crawler::fetch_records() {
         const disc::Node node = next->node;
         auto record = co_await service_->request_enr(node);
         Found& f = found_.at(node.id);
-        if (record) {
+        if (record && (!f.record || f.record->seq() < record->seq())) {  // never an older record
             f.record = *record;
+            judge(f);
+        } else if (record) {
             judge(f);
         } else if (!f.record && ++f.failures < kRecordTries) {
             f.asked = false;
@@ -178,7 +211,7 @@ awaitable<void> Crawler::keep_looking(std::shared_ptr<Service> service, std::fun
 
 void Crawler::add_v5_table() {
     for (const disc::Node& n : v5_->table().nodes()) {
-        if (n.enr) add_record(*n.enr, "discv5");
+        if (n.enr) add_record(*n.enr, "discv5", n.ip);  // its address was checked when it came
     }
 }
 
@@ -196,7 +229,7 @@ Outcome<std::vector<p2p::Enode>> discover_peers(asio::io_context& io, const rlpx
     if (settings.v5) v5 = start_discv5(io, key, settings, *record, *service);
     crawler->use_v5(v5);
     crawler->start(io);
-    for (const auto& b : settings.bootnodes) crawler->add(b);
+    for (const auto& b : settings.bootnodes) crawler->add(b, "bootnode");
     auto dns = start_dns_source(io, settings, crawler);
     if (!dns) {
         if (v5) v5->stop();

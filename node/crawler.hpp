@@ -37,7 +37,8 @@ class Crawler : public std::enable_shared_from_this<Crawler> {
         bool asked{false};  // a record request is in flight, or no more will be made
         // "yes" or "no: <why>"; unset without a record or without an eth entry.
         std::optional<std::string> compatibility;
-        std::string found_by{"discv4"};  // or "discv5", or "dns" (a DNS node list, node/dns_source.hpp)
+        // "discv4", "discv5", "dns" (a DNS node list, node/dns_source.hpp) or "bootnode" (named by the user)
+        std::string found_by{"discv4"};
         // Record requests that went unanswered (a lost datagram, a node still proving our
         // endpoint): the node is asked again kRecordRetryDelay * failures later, kRecordTries in all.
         unsigned failures{0};
@@ -45,6 +46,8 @@ class Crawler : public std::enable_shared_from_this<Crawler> {
     };
     static constexpr unsigned kRecordTries = 3;
     static constexpr std::chrono::milliseconds kRecordRetryDelay{1000};
+    // At most this many nodes are remembered; later ones are left out (and counted).
+    static constexpr size_t kMaxFound = 10000;
 
     // Judges fork ids as a node at (head_number, head_time) of `config` would.
     Crawler(std::shared_ptr<disc::V4Service> service, const ChainConfig& config, uint64_t head_number,
@@ -55,12 +58,17 @@ class Crawler : public std::enable_shared_from_this<Crawler> {
     // Hooks the service's on_found and starts the lookups (discv4, and discv5 when given) and
     // `parallel` record requests.
     void start(boost::asio::io_context& io, size_t parallel = 8);
-    void stop() noexcept { stopping_ = true; }
+    // Ends the lookups and record requests, and unhooks the service: nothing more is remembered.
+    void stop() noexcept;
     // A node to ask for its record (the bootnodes; the service reports the others).
-    void add(const disc::Node& n);
-    // A node known by its record (from a DNS node list): judged at once, not asked. A record with a
-    // higher seq replaces the one known; one without an IPv4 address and UDP port is left out.
-    void add_record(const disc::Enr& record, const std::string& found_by);
+    void add(const disc::Node& n, const std::string& found_by = "discv4");
+    // A node known by its record (from a DNS node list or discv5): judged at once, not asked. A
+    // record with a higher seq replaces the one known; one without an address and UDP port is left
+    // out, and so is one whose address the address policy refuses from `sender` (the DNS server, or
+    // the node that relayed it; unspecified: a sender on the internet).
+    void add_record(const disc::Enr& record, const std::string& found_by, const boost::asio::ip::address& sender);
+    // Nodes left out because kMaxFound were known, or because of their address.
+    size_t left_out() const noexcept { return left_out_; }
 
     const std::map<disc::NodeId, Found>& found() const noexcept { return found_; }
     size_t records() const noexcept;
@@ -90,6 +98,7 @@ class Crawler : public std::enable_shared_from_this<Crawler> {
     uint64_t head_time_;
     std::map<disc::NodeId, Found> found_;
     bool stopping_{false};
+    size_t left_out_{0};
 };
 
 struct DiscoverySettings;

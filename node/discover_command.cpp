@@ -166,7 +166,7 @@ int cmd_discover(int argc, char** argv) {
     report();
     if (anyone) {
         crawl->start(io);
-        for (const auto& b : settings->bootnodes) crawl->add(b);
+        for (const auto& b : settings->bootnodes) crawl->add(b, "bootnode");
     }
     io.run();
 

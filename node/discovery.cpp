@@ -64,8 +64,9 @@ std::vector<OptionSpec> discovery_options(const std::string& default_mode) {
          "how long a discovery request waits for its reply (default 500 for discv4, 700 for discv5, as geth)", "",
          false},
         {"discovery.ratelimit", "N",
-         "discv4 requests (Ping, FindNode, ENRRequest) read per second from one IP address, bursts of 4N; all "
-         "addresses together 20N; more are dropped before their signature check; 0 turns the limit off",
+         "discv4 requests (Ping, FindNode, ENRRequest), and discv5 WHOAREYOU answers and handshakes, read per "
+         "second from one IP address, bursts of 4N; all addresses together 20N; more are dropped before their "
+         "signature check; 0 turns the limit off",
          "100", false},
     };
 }
@@ -169,6 +170,7 @@ Outcome<DiscoverySettings> parse_discovery(const Args& args, const std::string& 
     s.v4_config.rate_limit.per_ip_burst = 4.0 * static_cast<double>(*ratelimit);
     s.v4_config.rate_limit.global_rate = 20.0 * static_cast<double>(*ratelimit);
     s.v4_config.rate_limit.global_burst = 40.0 * static_cast<double>(*ratelimit);
+    s.v5_config.rate_limit = s.v4_config.rate_limit;  // a bucket set of its own, with the same limits
     // discv4 gets the bootnodes only when it runs as a protocol of its own (with v5 alone it just
     // owns the socket); every enr: bootnode goes to discv5.
     if (s.v4) s.v4_config.bootnodes = s.bootnodes;

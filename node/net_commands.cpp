@@ -322,7 +322,7 @@ int cmd_serve(int argc, char** argv) {
         follow_crawler = std::make_shared<Crawler>(discv4, *db.config(), db.head()->number, db.head()->timestamp);
         follow_crawler->use_v5(discv5);
         follow_crawler->start(control);
-        for (const auto& b : discovery->bootnodes) follow_crawler->add(b);
+        for (const auto& b : discovery->bootnodes) follow_crawler->add(b, "bootnode");
         auto dns = start_dns_source(control, *discovery, follow_crawler);
         if (!dns) return fail(dns.error().message);
         follow_dns = std::move(*dns);
