@@ -104,7 +104,16 @@ std::vector<MetricFamily> DiscoveryCollector::Collect() const {
                           MetricType::Gauge);
     for (size_t b = 0; b < s.bucket_sizes.size(); ++b)
         add(buckets, {v4, {"bucket", std::to_string(b)}}, get(s.bucket_sizes[b]));
-    if (!v5_) return {packets, bytes, dropped, timeouts, lookups, lookup_seconds, table, replacements, buckets};
+    auto changes = family("headerd_discovery_table_changes_total",
+                          "What relayed news did to the table: moved (a held node's endpoint changed), refused-move "
+                          "(relayed news without a newer record, which never moves a held node), refused-record "
+                          "(a record or node whose address the address policy refused).",
+                          MetricType::Counter);
+    add(changes, {v4, {"change", "moved"}}, get(s.moves));
+    add(changes, {v4, {"change", "refused-move"}}, get(s.refused_moves));
+    add(changes, {v4, {"change", "refused-record"}}, get(s.refused_relays));
+    if (!v5_)
+        return {packets, bytes, dropped, timeouts, lookups, lookup_seconds, table, replacements, buckets, changes};
 
     const V5Stats& s5 = v5_->stats();
     const ClientMetric::Label v5{"protocol", "discv5"};
@@ -138,8 +147,11 @@ std::vector<MetricFamily> DiscoveryCollector::Collect() const {
     auto challenges = family("headerd_discovery_challenges", "discv5 WHOAREYOU challenges waiting for their handshake.",
                              MetricType::Gauge);
     add(challenges, {v5}, get(s5.challenges));
-    return {packets, bytes,        dropped, timeouts,   lookups,  lookup_seconds,
-            table,   replacements, buckets, handshakes, failures, challenges};
+    add(changes, {v5, {"change", "moved"}}, get(s5.moves));
+    add(changes, {v5, {"change", "refused-move"}}, get(s5.refused_moves));
+    add(changes, {v5, {"change", "refused-record"}}, get(s5.refused_relays));
+    return {packets,      bytes,   dropped,    timeouts, lookups,    lookup_seconds, table,
+            replacements, buckets, handshakes, failures, challenges, changes};
 }
 
 }  // namespace headerd::disc

@@ -109,6 +109,7 @@ void V4Service::start() {
     // Each loop holds the service alive until it ends (after stop()).
     asio::co_spawn(
         io_, [self = shared_from_this()]() -> awaitable<void> { co_await self->read_loop(); }, asio::detached);
+    if (config_.passive) return;
     asio::co_spawn(
         io_, [self = shared_from_this()]() -> awaitable<void> { co_await self->refresh_loop(); }, asio::detached);
     asio::co_spawn(
@@ -278,6 +279,8 @@ void V4Service::handle(ByteView datagram, const udp::endpoint& from) {
 void V4Service::handle_ping(const v4::Decoded& d, const v4::Ping& p, const udp::endpoint& from) {
     // Answer to where the packet came from, never to the address it claims.
     send(from, v4::Pong{{from.address(), from.port(), p.from.tcp}, d.hash, expiration(), record_.seq()});
+    // Where it sent its ping: what it thinks our endpoint is (geth feeds its predictor the same).
+    if (on_statement) on_statement(from, udp::endpoint(p.to.ip, p.to.udp));
     const Node n = Node::from_key(d.sender, from.address(), from.port(), p.from.tcp);
     const auto now = WallClock::now();
     db_.set_last_ping(n, from.address(), now);
@@ -381,6 +384,7 @@ awaitable<std::optional<v4::Pong>> V4Service::ping(Node node) {
     };
     if (!co_await wait(pending)) co_return std::nullopt;
     db_.set_last_pong(node, node.ip, WallClock::now());
+    if (on_statement) on_statement(to, udp::endpoint(pong->to.ip, pong->to.udp));
     co_return pong;
 }
 
@@ -393,8 +397,13 @@ awaitable<void> V4Service::ensure_bond(const Node& node) {
     co_await t.async_wait(kTuple);
 }
 
-std::optional<Node> V4Service::relayed_node(const v4::NeighborNode& n, const boost::asio::ip::address& sender) const {
-    if (!relay_allowed(sender, n.endpoint.ip)) return std::nullopt;
+std::optional<Node> V4Service::relayed_node(const v4::NeighborNode& n, const boost::asio::ip::address& sender) {
+    if (const auto verdict = check_relay(sender, n.endpoint.ip); verdict != AddressVerdict::kAllowed) {
+        ++stats_.refused_relays;
+        spdlog::debug("Discovery node refused                   from={} addr={} reason=\"{}\"", sender.to_string(),
+                      n.endpoint.ip.to_string(), to_string(verdict));
+        return std::nullopt;
+    }
     if (n.endpoint.udp <= 1024 && !config_.allow_low_ports) return std::nullopt;
     auto key = rlpx::PublicKey::from_bytes(n.key);
     if (!key) return std::nullopt;

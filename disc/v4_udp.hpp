@@ -63,7 +63,10 @@ struct V4Config {
     uint32_t max_findnode_failures = 5;                   // geth: maxFindnodeFailures
     bool allow_low_ports = false;                         // geth refuses relayed nodes on UDP <= 1024
     size_t max_pending = 1024;                            // requests waiting for replies at once
-    RateLimitConfig rate_limit;                           // Ping, FindNode, ENRRequest per source
+    // Only the socket for discv5 (--discovery v5 alone): answers discv4 but runs no refresh, no
+    // revalidation and no lookups of its own (and so never contacts the node database's seeds).
+    bool passive = false;
+    RateLimitConfig rate_limit;  // Ping, FindNode, ENRRequest per source
     TableConfig table;
 };
 
@@ -93,7 +96,7 @@ struct V4Stats {
     std::atomic<uint64_t> request_timeouts{0};
     std::atomic<uint64_t> moves{0};           // table nodes whose endpoint changed
     std::atomic<uint64_t> refused_moves{0};   // relayed news that would have moved a node we hold
-    std::atomic<uint64_t> refused_relays{0};  // records whose address the address policy refused
+    std::atomic<uint64_t> refused_relays{0};  // Neighbors nodes and records whose address the address policy refused
 };
 
 class V4Service : public std::enable_shared_from_this<V4Service> {
@@ -143,6 +146,9 @@ class V4Service : public std::enable_shared_from_this<V4Service> {
     // Every node that bonded with us (answered our ping) or that a FindNode answer put into the
     // table or its replacements (a crawler's input); never a node that only pinged us.
     std::function<void(const Node&)> on_found;
+    // What another node says our endpoint is (the `to` of its Ping, and of its Pong to ours): the
+    // input of endpoint prediction (disc/endpoint_predictor.hpp).
+    std::function<void(const udp::endpoint& from, const udp::endpoint& stated)> on_statement;
 
   private:
     struct Pending;
@@ -168,7 +174,7 @@ class V4Service : public std::enable_shared_from_this<V4Service> {
     void drop(V4Drop why) noexcept;
     // Waits for replies matched by `pending` until it is done or times out; true when done.
     boost::asio::awaitable<bool> wait(std::shared_ptr<Pending> pending);
-    std::optional<Node> relayed_node(const v4::NeighborNode& n, const boost::asio::ip::address& sender) const;
+    std::optional<Node> relayed_node(const v4::NeighborNode& n, const boost::asio::ip::address& sender);
     // A node a lookup told us of (relayed: it cannot move a node we hold).
     void add_found(const Node& n);
     // A node that answered our ping, into the table once the first refresh is done.

@@ -35,6 +35,11 @@ udp::endpoint normalized(const udp::endpoint& e) {
     return e;
 }
 
+udp::endpoint from_v5(const v5::Endpoint& e) {
+    if (e.v4) return {asio::ip::address_v4({e.ip[0], e.ip[1], e.ip[2], e.ip[3]}), e.port};
+    return {asio::ip::address_v6(e.ip), e.port};
+}
+
 v5::Endpoint to_v5(const udp::endpoint& e) {
     const auto a = e.address();
     if (a.is_v4()) return v5::Endpoint::ipv4(a.to_v4().to_bytes(), e.port());
@@ -382,6 +387,8 @@ awaitable<std::optional<v5::Pong>> V5Service::ping(Node node) {
         done = true;
     };
     if (!co_await request(p)) co_return std::nullopt;
+    // Where it saw our PING come from: a statement for endpoint prediction (geth does the same).
+    if (on_statement) on_statement(p->to, from_v5(pong->recipient));
     co_return pong;
 }
 
@@ -397,14 +404,19 @@ awaitable<std::optional<Bytes>> V5Service::talk_req(Node node, Bytes protocol, B
     co_return response;
 }
 
-std::optional<Node> V5Service::verified_node(ByteView rlp, const Node& from,
-                                             const std::vector<unsigned>& distances) const {
+std::optional<Node> V5Service::verified_node(ByteView rlp, const Node& from, const std::vector<unsigned>& distances) {
     auto record = Enr::decode(rlp);
     if (!record) return std::nullopt;
     const auto d = static_cast<unsigned>(log_distance(record->node_id(), from.id));
     if (std::find(distances.begin(), distances.end(), d) == distances.end()) return std::nullopt;
     auto n = Node::from_enr(*record);
-    if (!n || is_unroutable(n->ip) || !relay_allowed(from.ip, n->ip)) return std::nullopt;
+    if (!n) return std::nullopt;
+    if (const auto verdict = check_relay(from.ip, n->ip); verdict != AddressVerdict::kAllowed) {
+        ++stats_.refused_relays;
+        spdlog::debug("Discovery v5 record refused              id={} from={} reason=\"{}\"", short_id(n->id),
+                      from.ip.to_string(), to_string(verdict));
+        return std::nullopt;
+    }
     if (n->udp <= 1024 && !config_.allow_low_ports) return std::nullopt;
     return n;
 }
@@ -443,6 +455,8 @@ void V5Service::add_node(const Node& n, uint32_t checks) {
     // An answer to a lookup's FINDNODE does not count as a revalidation (geth's neither): only the
     // revalidation PING moves a node between the lists (revalidate()).
     const auto r = table_.add(n, now, origin, checks);
+    if (r == Table::AddResult::kMoved) ++stats_.moves;
+    if (r == Table::AddResult::kStale) ++stats_.refused_moves;
     if (r == Table::AddResult::kAdded || r == Table::AddResult::kMoved || r == Table::AddResult::kStale) {
         spdlog::debug("Discovery v5 table: {:<8}               id={} addr={}:{} source={} table={}",
                       to_string(r) == std::string_view("stale") ? "refused" : to_string(r), short_id(n.id),

@@ -92,7 +92,10 @@ struct V5Stats {
     std::atomic<uint64_t> lookups{0};
     std::atomic<uint64_t> table_size{0};
     std::atomic<uint64_t> request_timeouts{0};
-    std::atomic<uint64_t> challenges{0};  // WHOAREYOUs waiting for their handshake (the codec's count)
+    std::atomic<uint64_t> challenges{0};      // WHOAREYOUs waiting for their handshake (the codec's count)
+    std::atomic<uint64_t> moves{0};           // table nodes whose endpoint changed
+    std::atomic<uint64_t> refused_moves{0};   // relayed records that would have moved a node we hold
+    std::atomic<uint64_t> refused_relays{0};  // NODES records whose address the address policy refused
 };
 
 class V5Service : public std::enable_shared_from_this<V5Service> {
@@ -116,6 +119,9 @@ class V5Service : public std::enable_shared_from_this<V5Service> {
 
     // Replaces the send function (share_socket sets it).
     void set_send(SendFn send) { send_ = std::move(send); }
+    // What another node says our endpoint is (the recipient of its PONG to our PING): the input of
+    // endpoint prediction (disc/endpoint_predictor.hpp).
+    std::function<void(const udp::endpoint& from, const udp::endpoint& stated)> on_statement;
     // One datagram from `from` (wire V4Service::on_unhandled here).
     void handle(ByteView datagram, const udp::endpoint& from);
 
@@ -157,7 +163,7 @@ class V5Service : public std::enable_shared_from_this<V5Service> {
     v5::RequestId new_request_id();
     // Takes a token of the rate limits for a datagram from `from`; false: drop it (counted).
     bool admit(const udp::endpoint& from);
-    std::optional<Node> verified_node(ByteView rlp, const Node& from, const std::vector<unsigned>& distances) const;
+    std::optional<Node> verified_node(ByteView rlp, const Node& from, const std::vector<unsigned>& distances);
     void add_node(const Node& n, uint32_t checks);
     // One revalidation: a PING, its result in the table, the newer record when the PONG says so.
     boost::asio::awaitable<void> revalidate(Node n);

@@ -59,6 +59,10 @@ std::vector<OptionSpec> discovery_options(const std::string& default_mode) {
         {"nat", "extip:IP|none",
          "the address our node record advertises: extip:IP, or none (the listen address when it is a specific one)",
          "none", false},
+        {"discovery.predict", "N",
+         "without an address to advertise (listening on 0.0.0.0 without --nat extip), peers that must state the "
+         "same address of ours before the node record publishes it (geth: 10)",
+         "10", false},
         {"discovery.refresh", "SECONDS", "time between table refreshes (random in [S/2, S), as geth)", "1800", false},
         {"discovery.timeout", "MS",
          "how long a discovery request waits for its reply (default 500 for discv4, 700 for discv5, as geth)", "",
@@ -74,7 +78,9 @@ std::vector<OptionSpec> discovery_options(const std::string& default_mode) {
 std::vector<OptionSpec> discovery_client_options() {
     std::vector<OptionSpec> out;
     for (auto& o : discovery_options("v4")) {
-        if (o.name != "discovery" && o.name != "discovery.port" && o.name != "nat") out.push_back(std::move(o));
+        if (o.name != "discovery" && o.name != "discovery.port" && o.name != "nat" && o.name != "discovery.predict") {
+            out.push_back(std::move(o));
+        }
     }
     return out;
 }
@@ -158,6 +164,11 @@ Outcome<DiscoverySettings> parse_discovery(const Args& args, const std::string& 
     } else if (nat != "none") {
         return make_error(fmt::format("--nat {}: expected extip:IP or none", nat));
     }
+    if (args.has("discovery.predict")) {
+        auto predict = args.get_u64("discovery.predict", 10);
+        if (!predict || *predict == 0) return make_error("--discovery.predict must be a positive number of peers");
+        s.predict_statements = static_cast<size_t>(*predict);
+    }
     auto refresh = parse_seconds("discovery.refresh", args.get_or("discovery.refresh", "1800"));
     if (!refresh || *refresh <= 0) return make_error("--discovery.refresh must be a positive number of seconds");
     auto timeout = args.get_u64("discovery.timeout", 0);
@@ -174,6 +185,7 @@ Outcome<DiscoverySettings> parse_discovery(const Args& args, const std::string& 
     // discv4 gets the bootnodes only when it runs as a protocol of its own (with v5 alone it just
     // owns the socket); every enr: bootnode goes to discv5.
     if (s.v4) s.v4_config.bootnodes = s.bootnodes;
+    s.v4_config.passive = !s.v4;
     for (const disc::Node& n : s.bootnodes) {
         if (n.enr) s.v5_config.bootnodes.push_back(n);
     }

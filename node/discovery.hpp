@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -19,6 +20,7 @@
 
 #include "core/forkid.hpp"
 #include "core/result.hpp"
+#include "disc/endpoint_predictor.hpp"
 #include "disc/v4_udp.hpp"
 #include "disc/v5_udp.hpp"
 #include "node/cli.hpp"
@@ -36,6 +38,9 @@ struct DiscoverySettings {
     // --discovery.dns: enrtree:// URLs (named networks resolved); --discovery.dns-server.
     std::vector<std::string> dns_trees;
     std::optional<std::string> dns_server;
+    // --discovery.predict N: peers that must state the same address of ours before the record
+    // gets it (without an address to advertise; geth: 10).
+    size_t predict_statements{10};
     disc::V4Config v4_config;  // bootnodes and the test timings filled in
     disc::V5Config v5_config;  // the bootnodes given as enr: records, the timings
     bool enabled() const noexcept { return v4 || v5; }
@@ -61,6 +66,12 @@ class LocalRecord {
     // Makes (or keeps) the record for this fork id; an error names the file it could not write.
     Outcome<disc::Enr> update(const std::optional<ForkId>& fork_id);
     const std::optional<disc::Enr>& current() const noexcept { return current_; }
+    // The address and UDP port to advertise from now on (a predicted endpoint); update() signs them.
+    void set_endpoint(boost::asio::ip::address ip, uint16_t udp) {
+        ip_ = ip;
+        udp_ = udp;
+    }
+    std::pair<std::optional<boost::asio::ip::address>, uint16_t> endpoint() const { return {ip_, udp_}; }
 
   private:
     const rlpx::PrivateKey& key_;

@@ -249,13 +249,22 @@ int cmd_serve(int argc, char** argv) {
     p2p::Server server(control, pool, db, *key, options);
     if (auto r = server.listen(); !r) return fail(r.error().message);
     const tcp::endpoint bound = server.local_endpoint();
-    const std::string enode = p2p::enode_url(key->public_key(), bound.address().to_string(), bound.port());
     const std::string enode_path = (std::filesystem::path(datadir) / "enode").string();
 
     // Our node record (DATADIR/enr): the advertised address, the ports and the eth fork id of the
     // stored head; re-signed with a higher seq when the head passes a fork.
     std::optional<asio::ip::address> advertised = discovery->extip;
     if (!advertised && !bound.address().is_unspecified()) advertised = bound.address();
+    // The enode URL (printed, DATADIR/enode) names the advertised address: nobody can dial 0.0.0.0.
+    // Until one is known (listening on 0.0.0.0 without --nat extip), loopback, which reaches us
+    // from this host; the predicted address replaces it once discovery has one.
+    auto enode_for = [&](const asio::ip::address& ip) {
+        return p2p::enode_url(key->public_key(), ip.to_string(), bound.port());
+    };
+    const bool wildcard_v6 = bound.address().is_v6() && bound.address().is_unspecified();
+    std::string enode =
+        enode_for(advertised.value_or(wildcard_v6 ? asio::ip::address(asio::ip::address_v6::loopback())
+                                                  : asio::ip::address(asio::ip::address_v4::loopback())));
     const uint16_t udp_port = discovery->udp_port.value_or(bound.port());
     LocalRecord local_record(*key, datadir, advertised, bound.port(), discovery->enabled() ? udp_port : 0);
     auto fork_id_now = [&db] { return compute_fork_id(*db.config(), db.head()->number, db.head()->timestamp); };
@@ -272,6 +281,45 @@ int cmd_serve(int argc, char** argv) {
         discv4 = *started;
         if (discovery->v5) discv5 = start_discv5(control, *key, *discovery, *record, discv4);
         if (registry) registry->add_collectable(std::make_shared<disc::DiscoveryCollector>(discv4, discv5));
+    }
+    // Without an address to advertise, the record has no `ip`, and geth neither adds such a node to
+    // its table nor dials it: predict the address from what peers say they see (geth's endpoint
+    // predictor) and re-sign the record with it, and say so loudly until then.
+    std::shared_ptr<disc::EndpointPredictor> predictor;
+    if (discovery->enabled() && !advertised) {
+        spdlog::warn(
+            "Node record has no IP address            listen={}:{} hint=\"geth does not add or dial a node whose "
+            "record "
+            "has no address; it is predicted from {} peers' statements, or set --nat extip:IP\"",
+            bound.address().to_string(), bound.port(), discovery->predict_statements);
+        predictor = std::make_shared<disc::EndpointPredictor>(std::chrono::minutes(5), discovery->predict_statements);
+        auto on_statement = [&, predictor](const asio::ip::udp::endpoint& from, const asio::ip::udp::endpoint& stated) {
+            const auto now = std::chrono::steady_clock::now();
+            predictor->add_statement(from, stated, now);
+            const auto predicted = predictor->predict(now);
+            if (!predicted) return;
+            if (const auto [ip, udp] = local_record.endpoint();
+                ip == predicted->address() && udp == predicted->port()) {
+                return;
+            }
+            local_record.set_endpoint(predicted->address(), predicted->port());
+            auto updated = local_record.update(fork_id_now());
+            if (!updated) {
+                spdlog::warn("Node record not updated: {}", updated.error().message);
+                return;
+            }
+            spdlog::info("Predicted our address                    ip={} udp={} peers={} seq={} enr={}",
+                         predicted->address().to_string(), predicted->port(), predictor->senders(now), updated->seq(),
+                         updated->text());
+            discv4->set_record(*updated);
+            if (discv5) discv5->set_record(*updated);
+            enode = enode_for(predicted->address());
+            if (auto r = p2p::write_file_atomic(enode_path, enode + "\n", 0644); !r) {
+                spdlog::warn("{}", r.error().message);
+            }
+        };
+        discv4->on_statement = on_statement;
+        if (discv5) discv5->on_statement = on_statement;
     }
     // After every collector is registered: the HTTP server takes the list once.
     std::optional<metrics::HttpServer> http;
@@ -437,8 +485,14 @@ int cmd_serve(int argc, char** argv) {
         shutting_down = true;
         if (follow_crawler) follow_crawler->stop();
         if (follow_dns) follow_dns->stop();
-        if (discv5) discv5->stop();
-        if (discv4) discv4->stop();
+        if (discv5) {
+            discv5->on_statement = nullptr;
+            discv5->stop();
+        }
+        if (discv4) {
+            discv4->on_statement = nullptr;
+            discv4->stop();
+        }
         if (follower) follower->stop();
         server.stop();
         if (http) http->stop();
