@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <future>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -67,6 +68,34 @@ TEST(V4Service, PingPongAndEnrRequest) {
     EXPECT_EQ(record->udp(), b.node().udp);
 }
 
+// S2: an ENRResponse record whose address the address policy refuses is not taken (geth's
+// RequestENR: CheckRelayAddr), nor is one older than the record held.
+TEST(V4Service, RecordWithARefusedAddressOrAnOlderSeqIsNotTaken) {
+    asio::io_context io;
+    TestNode a(io, fast_config());
+    TestNode b(io, fast_config());
+    a.service->start();
+    b.service->start();
+    const uint16_t port = b.service->local_endpoint().port();
+    for (const std::array<uint8_t, 4> ip : {std::array<uint8_t, 4>{198, 18, 0, 5}, std::array<uint8_t, 4>{0, 0, 0, 0},
+                                            std::array<uint8_t, 4>{192, 0, 2, 1}}) {
+        b.service->set_record(EnrBuilder(3).ip(ip).udp(port).tcp(port).sign(b.key).value());
+        EXPECT_FALSE(run(io, a.service->request_enr(b.node()))) << int{ip[0]} << "." << int{ip[1]};
+    }
+    EXPECT_EQ(a.service->stats().refused_relays.load(), 3u);
+
+    // A loopback sender may name itself on loopback; a record older than the one held is ignored.
+    b.service->set_record(EnrBuilder(4).ip({127, 0, 0, 1}).udp(port).tcp(port).sign(b.key).value());
+    Node held = b.node();
+    held.enr = EnrBuilder(9).ip({127, 0, 0, 1}).udp(port).tcp(port).sign(b.key).value();
+    const auto kept = run(io, a.service->request_enr(held));
+    ASSERT_TRUE(kept);
+    EXPECT_EQ(kept->seq(), 9u);
+    const auto fresh = run(io, a.service->request_enr(b.node()));
+    ASSERT_TRUE(fresh);
+    EXPECT_EQ(fresh->seq(), 4u);
+}
+
 TEST(V4Service, LookupThroughOneBootnodeFindsEveryNode) {
     asio::io_context io;
     TestNode boot(io, fast_config());
@@ -97,7 +126,8 @@ TEST(V4Service, LookupThroughOneBootnodeFindsEveryNode) {
 struct RawPeer {
     rlpx::PrivateKey key = rlpx::PrivateKey::generate().value();
     udp::socket socket;
-    explicit RawPeer(asio::io_context& io) : socket(io, udp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {}
+    explicit RawPeer(asio::io_context& io, const char* ip = "127.0.0.1")
+        : socket(io, udp::endpoint(asio::ip::make_address(ip), 0)) {}
     Hash32 send(const Node& to, const v4::Packet& p) {
         auto e = v4::encode(key, p).value();
         socket.send_to(asio::buffer(e.datagram), udp::endpoint(to.ip, to.udp));
@@ -182,6 +212,83 @@ TEST(V4Service, FindNodeWithoutEndpointProofGetsNothing) {
     raw.send(server.node(), v4::FindNode{raw.key.public_key().bytes(), in_a_minute()});
     got = raw.receive(io, 300ms);
     EXPECT_EQ(count_type(got, v4::PacketType::kNeighbors), 1u);
+}
+
+// A hostile peer on another loopback address bonds with us, then answers our FindNode with a
+// Neighbors packet that names a node we verified at another address, and nodes at a special-purpose
+// address, at 0.0.0.0 and at a low port. Nothing of it enters: the verified node keeps its endpoint
+// in the table and in the node database, the others are refused and counted (S1, S2).
+TEST(V4Service, HostileNeighborsChangeNothingWeVerified) {
+    asio::io_context io;
+    TestNode honest(io, fast_config());
+    honest.service->start();
+    V4Config c = fast_config();
+    c.bootnodes = {honest.node()};
+    TestNode victim(io, c);
+    victim.service->start();
+    const Node b = honest.node();
+    ASSERT_TRUE(run_until(io, [&] {
+        const Table::Entry* e = victim.service->table().find(b.id);
+        return victim.service->bootstrapped() && e && e->liveness_checks > 0;
+    })) << "the honest node was not verified";
+
+    RawPeer hostile(io, "127.0.0.2");
+    const Node h = Node::from_key(hostile.key.public_key(), asio::ip::make_address("127.0.0.2"), hostile.port(), 0);
+    const auto other = [] { return rlpx::PrivateKey::generate().value().public_key().bytes(); };
+    const std::vector<v4::NeighborNode> lies{
+        {{asio::ip::make_address("127.0.0.3"), b.udp, b.tcp}, b.key.bytes()},  // the verified node, elsewhere
+        {{asio::ip::make_address("198.18.0.7"), 30303, 30303}, other()},       // benchmarking range
+        {{asio::ip::make_address("0.0.0.0"), 30303, 30303}, other()},
+        {{asio::ip::make_address("127.0.0.9"), 80, 80}, other()},  // a low port
+    };
+    // The hostile peer answers like a node: Pong to Ping, its lies to FindNode.
+    const auto answer = [&](const v4::Decoded& d) {
+        if (const auto* ping = std::get_if<v4::Ping>(&d.packet)) {
+            hostile.send(
+                victim.node(),
+                v4::Pong{{asio::ip::make_address("127.0.0.1"), victim.node().udp, 0}, d.hash, in_a_minute(), {}});
+            (void)ping;
+        } else if (std::holds_alternative<v4::FindNode>(d.packet)) {
+            hostile.send(victim.node(), v4::Neighbors{lies, in_a_minute()});
+        }
+    };
+    // It pings first, so the victim bonds (it pings back) and puts it in its table.
+    hostile.send(victim.node(),
+                 v4::Ping{4, {h.ip, h.udp, 0}, {victim.node().ip, victim.node().udp, 0}, in_a_minute(), {}});
+    // Answered as the packets come (the victim waits 300 ms for its Pong).
+    const auto pump_until = [&](auto done) {
+        for (int i = 0; i < 300 && !done(); ++i) {
+            for (const auto& d : hostile.receive(io, 10ms)) answer(d);
+        }
+        return done();
+    };
+    ASSERT_TRUE(pump_until([&] { return victim.service->table().find(h.id) != nullptr; }));
+
+    auto found = asio::co_spawn(io, victim.service->find_node(h, b.key.bytes()), asio::use_future);
+    ASSERT_TRUE(pump_until([&] { return found.wait_for(0s) == std::future_status::ready; }));
+    // find_node passes on only the ones the policy allows (the loopback one: a loopback sender may
+    // name loopback nodes); a lookup would then offer each to the table, which is what it does.
+    const auto nodes = found.get();
+    ASSERT_TRUE(nodes);
+    ASSERT_EQ(nodes->size(), 1u);
+    EXPECT_EQ(victim.service->stats().refused_relays.load(), 2u);  // the address policy; the port rule is geth's own
+    auto lookup = asio::co_spawn(io, victim.service->lookup(b.key.bytes()), asio::use_future);
+    ASSERT_TRUE(pump_until([&] { return lookup.wait_for(0s) == std::future_status::ready; }));
+
+    const Table::Entry* e = victim.service->table().find(b.id);
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(e->node.ip, asio::ip::make_address("127.0.0.1"));
+    EXPECT_EQ(e->node.udp, b.udp);
+    EXPECT_GT(e->liveness_checks, 0u);
+    ASSERT_NE(victim.service->db().find(b.id), nullptr);
+    EXPECT_EQ(victim.service->db().find(b.id)->node.ip, asio::ip::make_address("127.0.0.1"));
+    EXPECT_GE(victim.service->stats().refused_moves.load(), 1u);
+    for (const auto& lie : lies) {
+        auto key = rlpx::PublicKey::from_bytes(lie.key).value();
+        if (key.node_id() == b.id) continue;
+        EXPECT_EQ(victim.service->table().find(key.node_id()), nullptr) << lie.endpoint.ip.to_string();
+        EXPECT_EQ(victim.service->db().find(key.node_id()), nullptr) << lie.endpoint.ip.to_string();
+    }
 }
 
 TEST(V4Service, DropsUnsolicitedExpiredAndOversizedPackets) {
@@ -316,9 +423,15 @@ TEST(V4Service, RestartRejoinsFromTheNodeDatabase) {
     {
         V4Config c = fast_config();
         c.bootnodes = {boot.node()};
+        c.revalidate_interval = 50ms;
         TestNode first(io, c, NodeDb::open(path).value());
         first.service->start();
-        ASSERT_TRUE(run_until(io, [&] { return first.service->table().find(peer.node().id) != nullptr; }));
+        // A node becomes a seed once it passed more than 5 revalidations (geth's rule).
+        const auto seed = [&](const Node& n) {
+            const auto* r = first.service->db().find(n.id);
+            return r && r->liveness > 5;
+        };
+        ASSERT_TRUE(run_until(io, [&] { return seed(peer.node()) && seed(boot.node()); }));
         first.service->stop();
     }
     {
