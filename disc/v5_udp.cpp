@@ -442,7 +442,23 @@ awaitable<std::optional<std::vector<Node>>> V5Service::find_node(Node node, std:
     };
     const bool complete = co_await request(p);
     // Fewer packets than announced is still an answer.
-    if (!complete && received == 0) co_return std::nullopt;
+    if (!complete && received == 0) {
+        // geth's rule, as discv4's: a table node that keeps failing goes, unless its bucket is
+        // nearly empty (a small network keeps its last contacts).
+        if (table_.find(node.id) && ++findnode_failures_[node.id] >= config_.max_findnode_failures &&
+            table_.bucket_size_of(node.id) >= config_.table.bucket_size / 4) {
+            table_.remove(node.id);
+            findnode_failures_.erase(node.id);
+            spdlog::debug("Discovery v5 table: evicted                id={} source=findnode-failures table={}",
+                          short_id(node.id), table_.size());
+        }
+        // Bounded by the table: counts of nodes that left it otherwise go at the next sweep.
+        if (findnode_failures_.size() > 4 * kBucketCount * config_.table.bucket_size) {
+            std::erase_if(findnode_failures_, [&](const auto& kv) { return table_.find(kv.first) == nullptr; });
+        }
+        co_return std::nullopt;
+    }
+    findnode_failures_.erase(node.id);
     co_return found;
 }
 
@@ -518,7 +534,7 @@ awaitable<void> V5Service::revalidate_loop() {
 awaitable<void> V5Service::revalidate(Node n) {
     auto pong = co_await ping(n);
     if (stopped_) co_return;
-    table_.revalidated(n.id, pong.has_value(), Clock::now());
+    if (table_.revalidated(n.id, pong.has_value(), Clock::now())) findnode_failures_.erase(n.id);
     stats_.table_size = table_.size();
     if (!pong) co_return;
     const Table::Entry* e = table_.find(n.id);

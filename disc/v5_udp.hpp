@@ -36,6 +36,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
@@ -43,6 +44,7 @@
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "disc/lookup.hpp"
 #include "disc/rate_limit.hpp"
 #include "disc/table.hpp"
 #include "disc/v5wire.hpp"
@@ -58,6 +60,7 @@ struct V5Config {
     std::chrono::milliseconds revalidate_interval{3000};  // one table node pinged per interval
     bool allow_low_ports = false;                         // geth refuses relayed nodes on UDP <= 1024
     size_t max_pending = 1024;                            // requests waiting for replies at once
+    uint32_t max_findnode_failures = 5;                   // geth: maxFindnodeFailures, as discv4
     RateLimitConfig rate_limit;                           // WHOAREYOU answers and handshake checks per source
     TableConfig table;
     v5::CodecOptions codec;
@@ -173,6 +176,8 @@ class V5Service : public std::enable_shared_from_this<V5Service> {
     SendFn send_;
     V5Config config_;
     RateLimiter limiter_;
+    // FINDNODEs in a row that a table node left unanswered (only table nodes are counted).
+    std::unordered_map<NodeId, uint32_t, NodeIdHash> findnode_failures_;
     Table table_;
     boost::asio::steady_timer refresh_timer_;
     boost::asio::steady_timer revalidate_timer_;

@@ -364,6 +364,35 @@ TEST(V5Service, RevalidationDropsDeadNodesAndFetchesNewerRecords) {
     EXPECT_GE(a.v5->table().find(c.v5->id())->liveness_checks, 2u);  // the handshake answer and revalidations
 }
 
+// As discv4 (and geth): a table node that leaves max_findnode_failures FINDNODEs in a row unanswered
+// goes, when its bucket holds at least a quarter of a bucket's worth of nodes.
+TEST(V5Service, NodeFailingFindNodesIsEvicted) {
+    asio::io_context io;
+    V5Config config = fast_config();
+    config.max_findnode_failures = 2;
+    config.response_timeout = 200ms;
+    TestNode a(io, config);
+    // Five live nodes at distance 256 from a (half of all ids are): a bucket that may lose one.
+    std::vector<std::unique_ptr<TestNode>> at256;
+    while (at256.size() < 5) {
+        auto n = std::make_unique<TestNode>(io);
+        if (log_distance(n->v5->id(), a.v5->id()) != 256) continue;
+        ASSERT_TRUE(run(io, a.v5->ping(n->node())));
+        at256.push_back(std::move(n));
+    }
+    TestNode& x = *at256.front();
+    x.v5->stop();  // x answers nothing from now on
+    const std::vector<unsigned> d256{256};
+    EXPECT_FALSE(run(io, a.v5->find_node(x.node(), d256)));
+    EXPECT_TRUE(a.v5->table().find(x.v5->id()));  // one failure: kept
+    EXPECT_FALSE(run(io, a.v5->find_node(x.node(), d256)));
+    EXPECT_FALSE(a.v5->table().find(x.v5->id()));  // two in a row: gone
+    // A node that answers stays.
+    TestNode& y = *at256.back();
+    EXPECT_TRUE(run(io, a.v5->find_node(y.node(), d256)));
+    EXPECT_TRUE(a.v5->table().find(y.v5->id()));
+}
+
 TEST(V5Service, TalkRequestGetsAnEmptyAnswer) {
     asio::io_context io;
     TestNode a(io), b(io);
