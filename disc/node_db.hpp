@@ -28,6 +28,9 @@ namespace headerd::disc {
 
 using WallClock = std::chrono::system_clock;
 
+// geth: seedCount, the nodes a refresh takes from the database.
+inline constexpr size_t kSeedCount = 30;
+
 struct NodeDbConfig {
     size_t max_nodes = 10000;
     std::chrono::seconds max_age{24 * 3600};           // geth: dbNodeExpiration

@@ -22,9 +22,6 @@ namespace {
 namespace asio = boost::asio;
 using asio::awaitable;
 
-// geth: seedCount nodes from the database at a refresh.
-constexpr size_t kSeedCount = 30;
-
 uint64_t unix_now() {
     return static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::seconds>(WallClock::now().time_since_epoch()).count());

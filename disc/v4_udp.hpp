@@ -133,6 +133,8 @@ class V4Service : public std::enable_shared_from_this<V4Service> {
 
     const Table& table() const noexcept { return table_; }
     const NodeDb& db() const noexcept { return db_; }
+    // The node database discv5 shares (share_socket): geth keeps one for both protocols.
+    NodeDb& db() noexcept { return db_; }
     const V4Stats& stats() const noexcept { return stats_; }
     const Enr& record() const noexcept { return record_; }
     void set_record(Enr record) { record_ = std::move(record); }

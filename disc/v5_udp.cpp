@@ -497,6 +497,13 @@ awaitable<std::vector<Node>> V5Service::lookup(NodeId target) {
 }
 
 awaitable<void> V5Service::refresh() {
+    // Seeds from the node database (nodes with records that passed more than 5 revalidations, at
+    // random), then the bootnodes, as geth's loadSeedNodes.
+    if (NodeDb* db = db_ ? db_() : nullptr) {
+        for (const auto& n : db->seeds(kSeedCount, WallClock::now(), rng_)) {
+            if (n.enr) add_node(n, 0);
+        }
+    }
     for (const auto& n : config_.bootnodes) add_node(n, 0);
     co_await lookup(id());
     for (int i = 0; i < 3 && !stopped_; ++i) {
@@ -535,6 +542,14 @@ awaitable<void> V5Service::revalidate(Node n) {
     auto pong = co_await ping(n);
     if (stopped_) co_return;
     if (table_.revalidated(n.id, pong.has_value(), Clock::now())) findnode_failures_.erase(n.id);
+    // A node that passed more than 5 revalidations is kept as a seed for the next start (geth).
+    if (const Table::Entry* kept = table_.find(n.id); pong && kept && kept->liveness_checks > 5) {
+        if (NodeDb* db = db_ ? db_() : nullptr) {
+            db->seen(kept->node, WallClock::now(), Origin::kDirect);
+            db->set_last_pong(kept->node, kept->node.ip, WallClock::now());
+            db->set_liveness(n.id, kept->liveness_checks);
+        }
+    }
     stats_.table_size = table_.size();
     if (!pong) co_return;
     const Table::Entry* e = table_.find(n.id);
@@ -555,6 +570,11 @@ void share_socket(const std::shared_ptr<V4Service>& v4, const std::shared_ptr<V5
     };
     v5->set_send([weak = std::weak_ptr<V4Service>(v4)](const udp::endpoint& to, ByteView datagram) {
         if (auto s = weak.lock()) s->send_raw(to, datagram);
+    });
+    // One thread runs both, so the database cannot go between the lock and its use.
+    v5->set_db([weak = std::weak_ptr<V4Service>(v4)]() -> NodeDb* {
+        auto s = weak.lock();
+        return s ? &s->db() : nullptr;
     });
 }
 

@@ -45,6 +45,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "disc/lookup.hpp"
+#include "disc/node_db.hpp"
 #include "disc/rate_limit.hpp"
 #include "disc/table.hpp"
 #include "disc/v5wire.hpp"
@@ -120,6 +121,9 @@ class V5Service : public std::enable_shared_from_this<V5Service> {
     // Ends every wait; sends nothing more. Idempotent.
     void stop();
 
+    // The node database to keep seeds in and restart from (share_socket gives it discv4's); the
+    // function returns null when there is none (any more).
+    void set_db(std::function<NodeDb*()> db) { db_ = std::move(db); }
     // Replaces the send function (share_socket sets it).
     void set_send(SendFn send) { send_ = std::move(send); }
     // What another node says our endpoint is (the recipient of its PONG to our PING): the input of
@@ -178,6 +182,7 @@ class V5Service : public std::enable_shared_from_this<V5Service> {
     RateLimiter limiter_;
     // FINDNODEs in a row that a table node left unanswered (only table nodes are counted).
     std::unordered_map<NodeId, uint32_t, NodeIdHash> findnode_failures_;
+    std::function<NodeDb*()> db_;
     Table table_;
     boost::asio::steady_timer refresh_timer_;
     boost::asio::steady_timer revalidate_timer_;

@@ -50,9 +50,9 @@ struct TestNode {
     std::shared_ptr<V4Service> v4;
     std::shared_ptr<V5Service> v5;
 
-    TestNode(asio::io_context& io, V5Config config = fast_config()) {
+    TestNode(asio::io_context& io, V5Config config = fast_config(), NodeDb db = NodeDb{}) {
         auto placeholder = EnrBuilder(1).ip({127, 0, 0, 1}).sign(key).value();
-        v4 = std::make_shared<V4Service>(io, key, placeholder, NodeDb{}, V4Config{});
+        v4 = std::make_shared<V4Service>(io, key, placeholder, std::move(db), V4Config{});
         EXPECT_TRUE(v4->bind(udp::endpoint(kLoopback, 0)));
         const Enr record = loopback_record(key, port());
         v4->set_record(record);
@@ -391,6 +391,29 @@ TEST(V5Service, NodeFailingFindNodesIsEvicted) {
     TestNode& y = *at256.back();
     EXPECT_TRUE(run(io, a.v5->find_node(y.node(), d256)));
     EXPECT_TRUE(a.v5->table().find(y.v5->id()));
+}
+
+// S7, discv5 too: nodes that passed more than 5 revalidations are kept in the node database (the
+// one discv4 owns, as geth shares one), and a restart without bootnodes rejoins from them.
+TEST(V5Service, RestartRejoinsFromTheNodeDatabase) {
+    asio::io_context io;
+    V5Config config = fast_config();
+    config.revalidate_interval = 30ms;
+    TestNode b(io);
+    NodeDb saved;
+    {
+        TestNode a(io, config);
+        a.v5->start();
+        ASSERT_TRUE(run(io, a.v5->ping(b.node())));
+        ASSERT_TRUE(run_until(io, [&] {
+            const auto* r = a.v4->db().find(b.v5->id());
+            return r && r->liveness > 5 && r->node.enr;
+        }));
+        saved = a.v4->db();
+    }
+    TestNode again(io, fast_config(), saved);  // no bootnodes
+    again.v5->start();
+    EXPECT_TRUE(run_until(io, [&] { return again.v5->table().find(b.v5->id()) != nullptr; }));
 }
 
 TEST(V5Service, TalkRequestGetsAnEmptyAnswer) {
