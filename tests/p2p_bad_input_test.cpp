@@ -1346,7 +1346,11 @@ TEST_P(BadInput, ConnectionsBeyondMaxPendingWaitForASlot) {
         pending.push_back(std::make_unique<RawPeer>());
         ASSERT_TRUE(pending.back()->connect(port_));
     }
-    std::this_thread::sleep_for(100ms);  // let the server accept them
+    // The server's own count says when it holds all four (under load, accepting them takes a while).
+    for (auto until = Clock::now() + 5s; server_->pending_handshakes() < 4 && Clock::now() < until;) {
+        std::this_thread::sleep_for(5ms);
+    }
+    ASSERT_EQ(server_->pending_handshakes(), 4u);
     std::atomic<bool> done{false};
     ::testing::AssertionResult result = ::testing::AssertionFailure();
     std::thread newcomer([&] {
