@@ -5,7 +5,7 @@
 #   target_link_libraries(app PRIVATE headerd::server)
 #
 # headerd::server is the header server and the client side beside it: the p2p library and what it
-# stands on (eth, wire, rlpx, tracker, metrics, core), static, with their headers under
+# stands on (eth, wire, rlpx, enode, tracker, metrics, core), static, with their headers under
 # include/headerd/ (included as "p2p/server.hpp", as inside this tree). LevelDB, the freezer and
 # the rest of the node (db, ancient, sync, load, disc, node) are not part of it: the server reads
 # headers through core/header_source.hpp. The third-party libraries those link are found again by
@@ -14,7 +14,7 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(HEADERD_EXPORTED_LIBRARIES core wire eth rlpx tracker metrics p2p)
+set(HEADERD_EXPORTED_LIBRARIES core wire eth rlpx enode tracker metrics p2p)
 add_library(headerd_server INTERFACE)
 target_link_libraries(headerd_server INTERFACE headerd_p2p)
 add_library(headerd::server ALIAS headerd_server)

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/hex.hpp"
-#include "p2p/node_key.hpp"
+#include "p2p/enode/node_key.hpp"
 
 namespace headerd::disc {
 namespace {

@@ -20,8 +20,8 @@
 #include "load/stats.hpp"
 #include "load/verify.hpp"
 #include "p2p/connection.hpp"
+#include "p2p/enode/node_key.hpp"
 #include "p2p/net_metrics.hpp"
-#include "p2p/node_key.hpp"
 
 namespace headerd::load {
 

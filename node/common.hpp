@@ -16,7 +16,7 @@
 #include "db/import.hpp"
 #include "node/cli.hpp"
 #include "node/progress.hpp"
-#include "p2p/node_key.hpp"
+#include "p2p/enode/node_key.hpp"
 
 namespace headerd::node {
 

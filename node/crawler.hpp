@@ -25,7 +25,7 @@
 #include "disc/v4_udp.hpp"
 #include "disc/v5_udp.hpp"
 #include "node/dns_source.hpp"
-#include "p2p/node_key.hpp"
+#include "p2p/enode/node_key.hpp"
 
 namespace headerd::node {
 

@@ -28,7 +28,7 @@
 #include "node/common.hpp"
 #include "node/crawler.hpp"
 #include "node/discovery.hpp"
-#include "p2p/node_key.hpp"
+#include "p2p/enode/node_key.hpp"
 
 namespace headerd::node {
 namespace {

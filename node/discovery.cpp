@@ -10,7 +10,7 @@
 #include "disc/bootnodes.hpp"
 #include "disc/dnsdisc.hpp"
 #include "node/common.hpp"
-#include "p2p/node_key.hpp"
+#include "p2p/enode/node_key.hpp"
 
 namespace headerd::node {
 namespace {

@@ -28,8 +28,8 @@
 #include "metrics/metrics.hpp"
 #include "node/commands.hpp"
 #include "node/common.hpp"
+#include "p2p/enode/node_key.hpp"
 #include "p2p/net_metrics.hpp"
-#include "p2p/node_key.hpp"
 
 namespace headerd::node {
 namespace {

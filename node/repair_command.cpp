@@ -15,7 +15,7 @@
 #include "node/commands.hpp"
 #include "node/common.hpp"
 #include "node/progress.hpp"
-#include "p2p/node_key.hpp"
+#include "p2p/enode/node_key.hpp"
 #include "p2p/peer.hpp"
 #include "sync/repair.hpp"
 

@@ -17,7 +17,7 @@
 #include "node/cli.hpp"
 #include "node/commands.hpp"
 #include "node/common.hpp"
-#include "p2p/node_key.hpp"
+#include "p2p/enode/node_key.hpp"
 
 namespace headerd::node {
 namespace {

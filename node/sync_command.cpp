@@ -23,8 +23,8 @@
 #include "node/crawler.hpp"
 #include "node/discovery.hpp"
 #include "node/progress.hpp"
+#include "p2p/enode/node_key.hpp"
 #include "p2p/net_metrics.hpp"
-#include "p2p/node_key.hpp"
 #include "sync/syncer.hpp"
 
 namespace headerd::node {

@@ -26,8 +26,8 @@
 
 #include "core/bytes.hpp"
 #include "p2p/connection.hpp"
+#include "p2p/enode/node_key.hpp"
 #include "p2p/eth/messages.hpp"
-#include "p2p/node_key.hpp"
 #include "p2p/peer.hpp"
 #include "p2p/tracker/capacity.hpp"
 #include "p2p/tracker/tracker.hpp"

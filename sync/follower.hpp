@@ -24,8 +24,8 @@
 #include <boost/asio/io_context.hpp>
 
 #include "db/chain_db.hpp"
+#include "p2p/enode/node_key.hpp"
 #include "p2p/net_metrics.hpp"
-#include "p2p/node_key.hpp"
 #include "sync/syncer.hpp"
 
 namespace headerd::sync {

@@ -13,7 +13,7 @@
 
 #include "db/chain_db.hpp"
 #include "p2p/connection.hpp"
-#include "p2p/node_key.hpp"
+#include "p2p/enode/node_key.hpp"
 #include "p2p/peer.hpp"
 
 namespace headerd::sync {

@@ -26,7 +26,7 @@
 #include "db/chain_db.hpp"
 #include "metrics/histogram.hpp"
 #include "p2p/client_session.hpp"
-#include "p2p/node_key.hpp"
+#include "p2p/enode/node_key.hpp"
 #include "p2p/peer.hpp"
 #include "sync/fetcher.hpp"
 #include "sync/sync_metrics.hpp"

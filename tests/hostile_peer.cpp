@@ -49,7 +49,7 @@
 #include "core/block_header.hpp"
 #include "core/chain_config.hpp"
 #include "p2p/client_session.hpp"
-#include "p2p/node_key.hpp"
+#include "p2p/enode/node_key.hpp"
 #include "p2p/rlpx/handshake.hpp"
 #include "tests/loopback_dial.hpp"
 

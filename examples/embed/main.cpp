@@ -19,7 +19,7 @@
 #include "core/era1.hpp"
 #include "core/header_source.hpp"
 #include "p2p/client_session.hpp"
-#include "p2p/node_key.hpp"
+#include "p2p/enode/node_key.hpp"
 #include "p2p/server.hpp"
 
 namespace asio = boost::asio;

@@ -1,4 +1,4 @@
-#include "p2p/node_key.hpp"
+#include "p2p/enode/node_key.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
