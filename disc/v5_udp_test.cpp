@@ -73,6 +73,18 @@ using test::run_until;
 
 // A bare codec on its own socket, driven by the test: it sends what the test makes and keeps what
 // it receives.
+// Calls f(datagram, sender) for each datagram `socket` receives, until it is closed.
+template <class F>
+asio::awaitable<void> each_datagram(udp::socket& socket, F f) {
+    std::array<uint8_t, 2048> buffer;
+    udp::endpoint from;
+    for (;;) {
+        auto [ec, n] = co_await socket.async_receive_from(asio::buffer(buffer), from, kTuple);
+        if (ec == asio::error::operation_aborted || !socket.is_open()) co_return;
+        if (!ec) f(ByteView{buffer.data(), n}, from);
+    }
+}
+
 struct RawPeer {
     rlpx::PrivateKey key = rlpx::PrivateKey::generate().value();
     udp::socket socket;
@@ -97,15 +109,10 @@ struct RawPeer {
         socket.send_to(asio::buffer(datagram.data(), datagram.size()), to);
     }
     asio::awaitable<void> read_loop() {
-        std::array<uint8_t, 2048> buffer;
-        udp::endpoint from;
-        for (;;) {
-            auto [ec, n] = co_await socket.async_receive_from(asio::buffer(buffer), from, kTuple);
-            if (ec == asio::error::operation_aborted || !socket.is_open()) co_return;
-            if (ec) continue;
+        co_await each_datagram(socket, [this](ByteView datagram, const udp::endpoint& from) {
             ++datagrams;
-            auto d = codec->decode(ByteView{buffer.data(), n}, v5::Endpoint::ipv4({127, 0, 0, 1}, from.port()));
-            if (!d) continue;
+            auto d = codec->decode(datagram, v5::Endpoint::ipv4({127, 0, 0, 1}, from.port()));
+            if (!d) return;
             if (on_packet) on_packet(*d, from);
             if (const auto* u = std::get_if<v5::Unknown>(&d->packet)) {
                 auto w = codec->encode_whoareyou(d->src_id, v5::Endpoint::ipv4({127, 0, 0, 1}, from.port()), u->nonce,
@@ -113,7 +120,7 @@ struct RawPeer {
                 if (w) send(from, w->datagram);
             }
             received.emplace_back(std::move(*d), from);
-        }
+        });
     }
     template <class T>
     size_t count() const {
@@ -194,23 +201,18 @@ struct SlowLink {
     }
     uint16_t port() const { return socket.local_endpoint().port(); }
     asio::awaitable<void> relay() {
-        std::array<uint8_t, 2048> buffer;
-        udp::endpoint from;
-        for (;;) {
-            auto [ec, n] = co_await socket.async_receive_from(asio::buffer(buffer), from, kTuple);
-            if (ec == asio::error::operation_aborted || !socket.is_open()) co_return;
-            if (ec) continue;
-            auto data = std::make_shared<Bytes>(buffer.begin(), buffer.begin() + n);
+        co_await each_datagram(socket, [this](ByteView datagram, const udp::endpoint& from) {
+            auto data = std::make_shared<Bytes>(datagram.begin(), datagram.end());
             if (from != target) {
                 client = from;
                 socket.send_to(asio::buffer(*data), target);
-                continue;
+                return;
             }
             auto& timer = timers.emplace_back(std::make_unique<asio::steady_timer>(socket.get_executor(), delay));
             timer->async_wait([this, data, to = client](boost::system::error_code e) {
                 if (!e) socket.send_to(asio::buffer(*data), to);
             });
-        }
+        });
     }
 };
 
