@@ -475,8 +475,8 @@ void V5Service::add_node(const Node& n, uint32_t checks) {
     if (r == Table::AddResult::kStale) ++stats_.refused_moves;
     if (r == Table::AddResult::kAdded || r == Table::AddResult::kMoved || r == Table::AddResult::kStale) {
         spdlog::debug("Discovery v5 table: {:<8}               id={} addr={}:{} source={} table={}",
-                      to_string(r) == std::string_view("stale") ? "refused" : to_string(r), short_id(n.id),
-                      n.ip.to_string(), n.udp, checks > 0 ? "direct" : "nodes", table_.size());
+                      r == Table::AddResult::kStale ? "refused" : to_string(r), short_id(n.id), n.ip.to_string(), n.udp,
+                      checks > 0 ? "direct" : "nodes", table_.size());
     }
     stats_.table_size = table_.size();
 }

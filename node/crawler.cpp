@@ -181,8 +181,6 @@ awaitable<void> Crawler::fetch_records() {
         if (record && (!f.record || f.record->seq() < record->seq())) {  // never an older record
             f.record = *record;
             judge(f);
-        } else if (record) {
-            judge(f);
         } else if (!f.record && ++f.failures < kRecordTries) {
             f.asked = false;
             f.retry_at = std::chrono::steady_clock::now() + kRecordRetryDelay * f.failures;

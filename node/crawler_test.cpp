@@ -62,5 +62,32 @@ TEST(Crawler, GivesUpOnARecordAfterItsTries) {
     crawler->stop();
 }
 
+// A record from a DNS node list passes the address policy against the DNS server it came from: a
+// list from a server on the internet (or the system's resolver, unspecified) may not point us at
+// loopback, the LAN or a special range; one from a server on loopback may name loopback nodes.
+TEST(Crawler, DnsRecordsPassTheAddressPolicyOfTheirServer) {
+    asio::io_context io;
+    disc::test::V4Node ours(io, fast_config());
+    auto crawler = std::make_shared<Crawler>(ours.service, mainnet_config(), 0, 0);
+    const auto record = [](std::array<uint8_t, 4> ip) {
+        const auto key = rlpx::PrivateKey::generate().value();
+        return disc::EnrBuilder(1).ip(ip).udp(30303).tcp(30303).sign(key).value();
+    };
+    const auto internet = asio::ip::make_address("93.184.216.34");
+    const auto system_resolver = asio::ip::address(asio::ip::address_v4::any());
+    crawler->add_record(record({127, 0, 0, 1}), "dns", internet);
+    crawler->add_record(record({192, 168, 1, 5}), "dns", system_resolver);
+    crawler->add_record(record({198, 18, 0, 1}), "dns", asio::ip::make_address("127.0.0.1"));
+    EXPECT_TRUE(crawler->found().empty());
+    EXPECT_EQ(crawler->left_out(), 3u);
+    const auto local = record({127, 0, 0, 1});
+    crawler->add_record(local, "dns", asio::ip::make_address("127.0.0.1"));
+    ASSERT_EQ(crawler->found().size(), 1u);
+    EXPECT_EQ(crawler->found().begin()->second.found_by, "dns");
+    const auto reached = record({8, 8, 8, 8});
+    crawler->add_record(reached, "dns", internet);
+    EXPECT_EQ(crawler->found().size(), 2u);
+}
+
 }  // namespace
 }  // namespace headerd::node
