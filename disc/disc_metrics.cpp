@@ -89,29 +89,35 @@ std::vector<MetricFamily> DiscoveryCollector::Collect() const {
                            MetricType::Counter);
     add(timeouts, {v4}, get(s.request_timeouts));
     auto lookups = family("headerd_discovery_lookups_total", "Finished discovery lookups.", MetricType::Counter);
-    add(lookups, {v4}, get(s.lookups));
     auto lookup_seconds =
         family("headerd_discovery_lookup_seconds_total",
                "Time spent in finished lookups (divide by lookups_total for the mean).", MetricType::Counter);
-    add(lookup_seconds, {v4}, get(s.lookup_micros) / 1e6);
     auto table = family("headerd_discovery_table_nodes", "Nodes in the discovery table.", MetricType::Gauge);
-    add(table, {v4}, get(s.table_size));
     auto replacements = family("headerd_discovery_table_replacements",
                                "Nodes waiting in the replacement lists of full buckets.", MetricType::Gauge);
-    add(replacements, {v4}, get(s.table_replacements));
     auto buckets = family("headerd_discovery_bucket_nodes",
                           "Nodes per table bucket (bucket 0 holds distances up to 240, bucket i distance 240 + i).",
                           MetricType::Gauge);
-    for (size_t b = 0; b < s.bucket_sizes.size(); ++b)
-        add(buckets, {v4, {"bucket", std::to_string(b)}}, get(s.bucket_sizes[b]));
     auto changes = family("headerd_discovery_table_changes_total",
-                          "What relayed news did to the table: moved (a held node's endpoint changed), refused-move "
+                          "What happened to the table: moved (a held node's endpoint changed), refused-move "
                           "(relayed news without a newer record, which never moves a held node), refused-record "
-                          "(a record or node whose address the address policy refused).",
+                          "(a record or node whose address the address policy refused), evicted (a node that "
+                          "failed its revalidation or kept leaving FindNodes unanswered).",
                           MetricType::Counter);
-    add(changes, {v4, {"change", "moved"}}, get(s.moves));
-    add(changes, {v4, {"change", "refused-move"}}, get(s.refused_moves));
-    add(changes, {v4, {"change", "refused-record"}}, get(s.refused_relays));
+    // The shared core's table, once per protocol.
+    const auto table_metrics = [&](const TableStats& t, const ClientMetric::Label& protocol) {
+        add(lookups, {protocol}, get(t.lookups));
+        add(lookup_seconds, {protocol}, get(t.lookup_micros) / 1e6);
+        add(table, {protocol}, get(t.size));
+        add(replacements, {protocol}, get(t.replacements));
+        for (size_t b = 0; b < t.bucket_sizes.size(); ++b)
+            add(buckets, {protocol, {"bucket", std::to_string(b)}}, get(t.bucket_sizes[b]));
+        add(changes, {protocol, {"change", "moved"}}, get(t.moves));
+        add(changes, {protocol, {"change", "refused-move"}}, get(t.refused_moves));
+        add(changes, {protocol, {"change", "refused-record"}}, get(t.refused_relays));
+        add(changes, {protocol, {"change", "evicted"}}, get(t.evictions));
+    };
+    table_metrics(v4_->table_stats(), v4);
     if (!v5_)
         return {packets, bytes, dropped, timeouts, lookups, lookup_seconds, table, replacements, buckets, changes};
 
@@ -129,8 +135,7 @@ std::vector<MetricFamily> DiscoveryCollector::Collect() const {
         add(dropped, {v5, {"reason", to_string(static_cast<V5Drop>(r))}}, get(s5.dropped[r]));
     }
     add(timeouts, {v5}, get(s5.request_timeouts));
-    add(lookups, {v5}, get(s5.lookups));
-    add(table, {v5}, get(s5.table_size));
+    table_metrics(v5_->table_stats(), v5);
     auto handshakes = family("headerd_discovery_handshakes_total",
                              "discv5 handshakes: sent (we answered a WHOAREYOU) and accepted (a peer's verified).",
                              MetricType::Counter);
@@ -147,9 +152,6 @@ std::vector<MetricFamily> DiscoveryCollector::Collect() const {
     auto challenges = family("headerd_discovery_challenges", "discv5 WHOAREYOU challenges waiting for their handshake.",
                              MetricType::Gauge);
     add(challenges, {v5}, get(s5.challenges));
-    add(changes, {v5, {"change", "moved"}}, get(s5.moves));
-    add(changes, {v5, {"change", "refused-move"}}, get(s5.refused_moves));
-    add(changes, {v5, {"change", "refused-record"}}, get(s5.refused_relays));
     return {packets,      bytes,   dropped,    timeouts, lookups,    lookup_seconds, table,
             replacements, buckets, handshakes, failures, challenges, changes};
 }

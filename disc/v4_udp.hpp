@@ -21,6 +21,11 @@
 // Datagrams that are not discv4 go to on_unhandled (the discv5 service shares the socket, as in
 // geth).
 //
+// The table, refresh, revalidation and lookups are the shared core's (disc/kademlia.hpp); this
+// class is the discv4 wire around it. Time and datagrams come from an Env and a Transport
+// (disc/env.hpp, disc/transport.hpp): the machine's clock and a UDP socket, or virtual time and a
+// simulated network.
+//
 // Threading: everything runs on the io_context given; one thread must run it. stats() may be read
 // from any thread. Lifetime: made with std::make_shared; its coroutines hold a reference, so after
 // stop() it lives until the io_context has run them to their end.
@@ -41,12 +46,14 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "core/result.hpp"
+#include "disc/env.hpp"
+#include "disc/kademlia.hpp"
 #include "disc/node_db.hpp"
 #include "disc/rate_limit.hpp"
 #include "disc/table.hpp"
+#include "disc/transport.hpp"
 #include "disc/v4wire.hpp"
 
 namespace headerd::disc {
@@ -88,28 +95,24 @@ struct V4Stats {
     std::array<std::atomic<uint64_t>, static_cast<size_t>(V4Drop::kCount_)> dropped{};
     std::atomic<uint64_t> bytes_in{0};
     std::atomic<uint64_t> bytes_out{0};
-    std::atomic<uint64_t> lookups{0};
-    std::atomic<uint64_t> lookup_micros{0};  // total duration of finished lookups
-    std::atomic<uint64_t> table_size{0};
-    std::array<std::atomic<uint64_t>, kBucketCount> bucket_sizes{};
-    std::atomic<uint64_t> table_replacements{0};
     std::atomic<uint64_t> request_timeouts{0};
-    std::atomic<uint64_t> moves{0};           // table nodes whose endpoint changed
-    std::atomic<uint64_t> refused_moves{0};   // relayed news that would have moved a node we hold
-    std::atomic<uint64_t> refused_relays{0};  // Neighbors nodes and records whose address the address policy refused
 };
 
-class V4Service : public std::enable_shared_from_this<V4Service> {
+class V4Service : public std::enable_shared_from_this<V4Service>, private KademliaProtocol {
   public:
     using udp = boost::asio::ip::udp;
 
-    // `record` is our own ENR (answered to ENRRequest, its seq sent in Ping and Pong).
+    // `record` is our own ENR (answered to ENRRequest, its seq sent in Ping and Pong). On a UDP
+    // socket (bind() it) and the machine's clock.
     V4Service(boost::asio::io_context& io, const rlpx::PrivateKey& key, Enr record, NodeDb db, V4Config config);
-    ~V4Service();
+    // On another transport and clock (a simulated network); `env` must outlive the service.
+    V4Service(boost::asio::io_context& io, Env& env, std::shared_ptr<Transport> transport, const rlpx::PrivateKey& key,
+              Enr record, NodeDb db, V4Config config);
+    ~V4Service() override;
     V4Service(const V4Service&) = delete;
     V4Service& operator=(const V4Service&) = delete;
 
-    // Binds the UDP socket. An error names the address.
+    // Binds the UDP socket (an error names the address; and it is an error on another transport).
     Outcome<void> bind(const udp::endpoint& listen);
     udp::endpoint local_endpoint() const;
     // Starts reading, revalidating and refreshing (the first refresh bootstraps from the node
@@ -131,14 +134,15 @@ class V4Service : public std::enable_shared_from_this<V4Service> {
     // the bootnodes.
     boost::asio::awaitable<void> refresh();
 
-    const Table& table() const noexcept { return table_; }
+    const Table& table() const noexcept { return core_.table(); }
+    const TableStats& table_stats() const noexcept { return core_.stats(); }
     const NodeDb& db() const noexcept { return db_; }
     // The node database discv5 shares (share_socket): geth keeps one for both protocols.
     NodeDb& db() noexcept { return db_; }
     const V4Stats& stats() const noexcept { return stats_; }
     const Enr& record() const noexcept { return record_; }
     void set_record(Enr record) { record_ = std::move(record); }
-    bool bootstrapped() const noexcept { return init_done_; }
+    bool bootstrapped() const noexcept { return core_.bootstrapped(); }
 
     // Sends a datagram of another protocol from our socket (discv5 shares the port, as in geth).
     void send_raw(const udp::endpoint& to, ByteView datagram);
@@ -154,11 +158,16 @@ class V4Service : public std::enable_shared_from_this<V4Service> {
 
   private:
     struct Pending;
-    boost::asio::awaitable<void> read_loop();
-    boost::asio::awaitable<void> revalidate_loop();
-    // One revalidation: a ping, its result in the table, the newer record when the Pong says so.
-    boost::asio::awaitable<void> revalidate(Node n);
-    boost::asio::awaitable<void> refresh_loop();
+    V4Service(boost::asio::io_context& io, Env& env, std::shared_ptr<Transport> transport,
+              std::shared_ptr<UdpTransport> socket, const rlpx::PrivateKey& key, Enr record, NodeDb db,
+              V4Config config);
+    // KademliaProtocol: what the shared core asks of discv4.
+    boost::asio::awaitable<std::optional<uint64_t>> check(Node n) override;
+    boost::asio::awaitable<std::optional<Node>> fetch_record(Node n) override;
+    Target lookup_target(bool self) override;
+    // Asks a node for the nodes closest to `target`'s hash.
+    LookupQuery query_towards(const v4::NodeKey& target);
+
     void handle(ByteView datagram, const udp::endpoint& from);
     void handle_ping(const v4::Decoded& d, const v4::Ping& p, const udp::endpoint& from);
     void handle_find_node(const v4::Decoded& d, const v4::FindNode& p, const udp::endpoint& from);
@@ -171,36 +180,28 @@ class V4Service : public std::enable_shared_from_this<V4Service> {
     boost::asio::awaitable<void> ensure_bond(const Node& node);
     std::optional<Hash32> send(const udp::endpoint& to, const v4::Packet& packet);
     v4::Endpoint our_endpoint() const;
+    uint64_t unix_now() const;
     uint64_t expiration() const;
     bool expired(uint64_t expiration) const;
     void drop(V4Drop why) noexcept;
     // Waits for replies matched by `pending` until it is done or times out; true when done.
     boost::asio::awaitable<bool> wait(std::shared_ptr<Pending> pending);
     std::optional<Node> relayed_node(const v4::NeighborNode& n, const boost::asio::ip::address& sender);
-    // A node a lookup told us of (relayed: it cannot move a node we hold).
-    void add_found(const Node& n);
     // A node that answered our ping, into the table once the first refresh is done.
     void add_direct(const Node& n);
-    // Counts and logs (at debug) what an add did.
-    void note_add(Table::AddResult r, const Node& n, std::string_view source);
-    void log_table(const char* what, const Node& n, std::string_view source) const;
-    // Copies the table's sizes into stats_ (read by other threads).
-    void note_table() noexcept;
 
     boost::asio::io_context& io_;
+    Env& env_;
+    std::shared_ptr<Transport> transport_;
+    std::shared_ptr<UdpTransport> socket_;  // the transport when it is a UDP socket (for bind())
     rlpx::PrivateKey key_;
     Enr record_;
     NodeDb db_;
     V4Config config_;
-    Table table_;
-    udp::socket socket_;
-    boost::asio::steady_timer revalidate_timer_;
-    boost::asio::steady_timer refresh_timer_;
+    Kademlia core_;
     std::list<std::shared_ptr<Pending>> pending_;
     RateLimiter limiter_;
     V4Stats stats_;
-    std::mt19937_64 rng_;
-    bool init_done_{false};
     bool stopped_{false};
 };
 

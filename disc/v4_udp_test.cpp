@@ -82,7 +82,7 @@ TEST(V4Service, RecordWithARefusedAddressOrAnOlderSeqIsNotTaken) {
         b.service->set_record(EnrBuilder(3).ip(ip).udp(port).tcp(port).sign(b.key).value());
         EXPECT_FALSE(run(io, a.service->request_enr(b.node()))) << int{ip[0]} << "." << int{ip[1]};
     }
-    EXPECT_EQ(a.service->stats().refused_relays.load(), 3u);
+    EXPECT_EQ(a.service->table_stats().refused_relays.load(), 3u);
 
     // A loopback sender may name itself on loopback; a record older than the one held is ignored.
     b.service->set_record(EnrBuilder(4).ip({127, 0, 0, 1}).udp(port).tcp(port).sign(b.key).value());
@@ -271,7 +271,8 @@ TEST(V4Service, HostileNeighborsChangeNothingWeVerified) {
     const auto nodes = found.get();
     ASSERT_TRUE(nodes);
     ASSERT_EQ(nodes->size(), 1u);
-    EXPECT_EQ(victim.service->stats().refused_relays.load(), 2u);  // the address policy; the port rule is geth's own
+    EXPECT_EQ(victim.service->table_stats().refused_relays.load(),
+              2u);  // the address policy; the port rule is geth's own
     auto lookup = asio::co_spawn(io, victim.service->lookup(b.key.bytes()), asio::use_future);
     ASSERT_TRUE(pump_until([&] { return lookup.wait_for(0s) == std::future_status::ready; }));
 
@@ -282,7 +283,7 @@ TEST(V4Service, HostileNeighborsChangeNothingWeVerified) {
     EXPECT_GT(e->liveness_checks, 0u);
     ASSERT_NE(victim.service->db().find(b.id), nullptr);
     EXPECT_EQ(victim.service->db().find(b.id)->node.ip, asio::ip::make_address("127.0.0.1"));
-    EXPECT_GE(victim.service->stats().refused_moves.load(), 1u);
+    EXPECT_GE(victim.service->table_stats().refused_moves.load(), 1u);
     for (const auto& lie : lies) {
         auto key = rlpx::PublicKey::from_bytes(lie.key).value();
         if (key.node_id() == b.id) continue;

@@ -58,6 +58,24 @@ std::vector<unsigned> lookup_distances(const NodeId& target, const NodeId& dest)
     return out;
 }
 
+KademliaConfig core_config(const V5Config& config) {
+    KademliaConfig k;
+    k.bootnodes = config.bootnodes;
+    k.refresh_interval = config.refresh_interval;
+    k.revalidate_interval = config.revalidate_interval;
+    k.max_findnode_failures = config.max_findnode_failures;
+    k.needs_record = true;
+    k.log_name = "Discovery v5";
+    k.table = config.table;
+    return k;
+}
+
+// The codec's challenges and sessions age on the service's clock.
+v5::CodecOptions codec_options(v5::CodecOptions options, Env& env) {
+    if (!options.hooks.now) options.hooks.now = [&env] { return env.now(); };
+    return options;
+}
+
 }  // namespace
 
 const char* to_string(V5Drop d) noexcept {
@@ -92,42 +110,33 @@ struct V5Service::Pending {
     // Called with each response of reply_type with our request id from (node, to); sets `done`
     // when no more are expected.
     std::function<void(const v5::Message&, bool& done)> match;
-    asio::steady_timer timer;
+    Timer timer;
     bool done{false};
-    Pending(asio::io_context& io, Node n, v5::Message m)
-        : node(std::move(n)), to(normalized({node.ip, node.udp})), request(std::move(m)), timer(io) {}
+    Pending(asio::io_context& io, Env& env, Node n, v5::Message m)
+        : node(std::move(n)), to(normalized({node.ip, node.udp})), request(std::move(m)), timer(io, env) {}
 };
 
 V5Service::V5Service(asio::io_context& io, const rlpx::PrivateKey& key, Enr record, SendFn send, V5Config config)
+    : V5Service(io, Env::real(), key, std::move(record), std::move(send), std::move(config)) {}
+
+V5Service::V5Service(asio::io_context& io, Env& env, const rlpx::PrivateKey& key, Enr record, SendFn send,
+                     V5Config config)
     : io_(io),
-      codec_(key, std::move(record), config.codec),
+      env_(env),
+      codec_(key, std::move(record), codec_options(config.codec, env)),
       send_(std::move(send)),
       config_(std::move(config)),
       limiter_(config_.rate_limit),
-      table_(key.public_key().node_id(),
-             [&] {
-                 TableConfig t = config_.table;
-                 t.revalidate_interval = config_.revalidate_interval;
-                 return t;
-             }()),
-      refresh_timer_(io),
-      revalidate_timer_(io),
-      rng_(std::random_device{}()) {}
+      core_(io, env, key.public_key().node_id(), core_config(config_)) {}
 
 V5Service::~V5Service() { stop(); }
 
-void V5Service::start() {
-    asio::co_spawn(
-        io_, [self = shared_from_this()]() -> awaitable<void> { co_await self->refresh_loop(); }, asio::detached);
-    asio::co_spawn(
-        io_, [self = shared_from_this()]() -> awaitable<void> { co_await self->revalidate_loop(); }, asio::detached);
-}
+void V5Service::start() { core_.start(shared_from_this(), *this); }
 
 void V5Service::stop() {
     if (stopped_) return;
     stopped_ = true;
-    refresh_timer_.cancel();
-    revalidate_timer_.cancel();
+    core_.stop();
     for (auto& p : pending_) p->timer.cancel();
 }
 
@@ -203,7 +212,7 @@ void V5Service::handle(ByteView datagram, const udp::endpoint& source) {
         // a challenge to keep and invites a handshake to check). The record we know of it lets it
         // leave its own out.
         if (!admit(from)) return;
-        const Table::Entry* known = table_.find(decoded->src_id);
+        const Table::Entry* known = core_.table().find(decoded->src_id);
         const Enr* record = known && known->node.enr ? &*known->node.enr : nullptr;
         auto challenge = codec_.encode_whoareyou(decoded->src_id, to_v5(from), u->nonce, record);
         if (challenge) {
@@ -221,7 +230,9 @@ void V5Service::handle_message(const v5::Decoded& d, const udp::endpoint& from) 
         ++stats_.handshakes_accepted;
         // In the table only from the address its record names: a record alone proves nothing of
         // where the node can be reached.
-        if (auto n = Node::from_enr(*d.record); n && normalized({n->ip, n->udp}) == from) add_node(*n, 1);
+        if (auto n = Node::from_enr(*d.record); n && normalized({n->ip, n->udp}) == from) {
+            core_.add(*n, Origin::kDirect, 1, "handshake");
+        }
     }
     const auto& m = std::get<v5::Message>(d.packet);
     ++stats_.packets_in[static_cast<size_t>(v5::message_type(m))];
@@ -294,7 +305,7 @@ void V5Service::handle_find_node(const Hash32& src, const v5::FindNode& f, const
     }
     // Only nodes that answered us or completed a handshake, in random order, as geth
     // (appendBucketNodes with checkLive, shuffled): a node a lookup merely named is not passed on.
-    for (const Node& n : table_.at_distances(distances, table_.size())) {
+    for (const Node& n : core_.table().at_distances(distances, core_.table().size())) {
         if (records.size() >= kFindNodeResults) break;
         if (!n.enr || !relay_allowed(from.address(), n.ip)) continue;
         const auto rlp = n.enr->encoded();
@@ -343,19 +354,19 @@ bool V5Service::handle_reply(const Hash32& src, const v5::Message& m, const udp:
 
 v5::RequestId V5Service::new_request_id() {
     v5::RequestId id(8);
-    const uint64_t r = rng_();
+    const uint64_t r = core_.rng()();
     std::memcpy(id.data(), &r, id.size());
     return id;
 }
 
 bool V5Service::admit(const udp::endpoint& from) {
-    if (limiter_.allow(from.address(), Clock::now())) return true;
+    if (limiter_.allow(from.address(), env_.now())) return true;
     ++stats_.dropped[static_cast<size_t>(V5Drop::kRateLimited)];
     return false;
 }
 
 std::shared_ptr<V5Service::Pending> V5Service::make_pending(const Node& node, v5::Message m) {
-    return std::make_shared<Pending>(io_, node, std::move(m));
+    return std::make_shared<Pending>(io_, env_, node, std::move(m));
 }
 
 awaitable<bool> V5Service::request(std::shared_ptr<Pending> p) {
@@ -367,14 +378,14 @@ awaitable<bool> V5Service::request(std::shared_ptr<Pending> p) {
     p->timer.expires_after(config_.response_timeout);
     pending_.push_back(p);
     for (;;) {
-        co_await p->timer.async_wait(kTuple);
-        // Re-armed (expires_after cancels the wait): wait on until the new deadline.
-        if (p->done || stopped_ || p->timer.expiry() <= Clock::now()) break;
+        co_await p->timer.wait();
+        // Re-armed (expires_after ends the wait): wait on until the new deadline.
+        if (p->done || stopped_ || p->timer.expiry() <= env_.now()) break;
     }
     pending_.remove(p);
     if (!p->done) ++stats_.request_timeouts;
     // It answered: alive, and we have its record.
-    if (p->done && !stopped_) add_node(p->node, 1);
+    if (p->done && !stopped_) core_.add(p->node, Origin::kDirect, 1, "answer");
     co_return p->done;
 }
 
@@ -412,9 +423,7 @@ std::optional<Node> V5Service::verified_node(ByteView rlp, const Node& from, con
     auto n = Node::from_enr(*record);
     if (!n) return std::nullopt;
     if (const auto verdict = check_relay(from.ip, n->ip); verdict != AddressVerdict::kAllowed) {
-        ++stats_.refused_relays;
-        spdlog::debug("Discovery v5 record refused              id={} from={} reason=\"{}\"", short_id(n->id),
-                      from.ip.to_string(), to_string(verdict));
+        core_.refused(&n->id, from.ip, n->ip, verdict);
         return std::nullopt;
     }
     if (n->udp <= 1024 && !config_.allow_low_ports) return std::nullopt;
@@ -442,126 +451,52 @@ awaitable<std::optional<std::vector<Node>>> V5Service::find_node(Node node, std:
     };
     const bool complete = co_await request(p);
     // Fewer packets than announced is still an answer.
-    if (!complete && received == 0) {
-        // geth's rule, as discv4's: a table node that keeps failing goes, unless its bucket is
-        // nearly empty (a small network keeps its last contacts).
-        if (table_.find(node.id) && ++findnode_failures_[node.id] >= config_.max_findnode_failures &&
-            table_.bucket_size_of(node.id) >= config_.table.bucket_size / 4) {
-            table_.remove(node.id);
-            findnode_failures_.erase(node.id);
-            spdlog::debug("Discovery v5 table: evicted                id={} source=findnode-failures table={}",
-                          short_id(node.id), table_.size());
-        }
-        // Bounded by the table: counts of nodes that left it otherwise go at the next sweep.
-        if (findnode_failures_.size() > 4 * kBucketCount * config_.table.bucket_size) {
-            std::erase_if(findnode_failures_, [&](const auto& kv) { return table_.find(kv.first) == nullptr; });
-        }
-        co_return std::nullopt;
-    }
-    findnode_failures_.erase(node.id);
+    const bool answered = complete || received > 0;
+    if (!stopped_) core_.track_findnode(node, answered);
+    if (!answered) co_return std::nullopt;
     co_return found;
 }
 
-void V5Service::add_node(const Node& n, uint32_t checks) {
-    if (n.id == table_.self() || !n.enr) return;
-    const auto now = Clock::now();
-    // checks > 0: the node itself (its handshake, its answer), which may change what we hold of it;
-    // 0: a record others relayed, which changes a held node only with a higher seq.
-    const Origin origin = checks > 0 ? Origin::kDirect : Origin::kRelayed;
-    // An answer to a lookup's FINDNODE does not count as a revalidation (geth's neither): only the
-    // revalidation PING moves a node between the lists (revalidate()).
-    const auto r = table_.add(n, now, origin, checks);
-    if (r == Table::AddResult::kMoved) ++stats_.moves;
-    if (r == Table::AddResult::kStale) ++stats_.refused_moves;
-    if (r == Table::AddResult::kAdded || r == Table::AddResult::kMoved || r == Table::AddResult::kStale) {
-        spdlog::debug("Discovery v5 table: {:<8}               id={} addr={}:{} source={} table={}",
-                      r == Table::AddResult::kStale ? "refused" : to_string(r), short_id(n.id), n.ip.to_string(), n.udp,
-                      checks > 0 ? "direct" : "nodes", table_.size());
-    }
-    stats_.table_size = table_.size();
-}
-
-awaitable<std::vector<Node>> V5Service::lookup(NodeId target) {
-    std::vector<Node> seeds = table_.closest(target, kLookupResults);
-    if (seeds.empty()) seeds = config_.bootnodes;
-    LookupHooks hooks;
-    hooks.query = [self = shared_from_this(), target](Node n) {
+LookupQuery V5Service::query_towards(NodeId target) {
+    return [self = shared_from_this(), target](Node n) {
         const auto distances = lookup_distances(target, n.id);
         return self->find_node(std::move(n), distances);
     };
-    hooks.on_found = [self = shared_from_this()](const Node& n) { self->add_node(n, 0); };  // unverified
-    hooks.stopped = [self = shared_from_this()] { return self->stopped_; };
-    auto result = co_await iterative_lookup(io_, table_.self(), target, seeds, std::move(hooks));
-    ++stats_.lookups;
-    co_return result;
 }
 
-awaitable<void> V5Service::refresh() {
-    // Seeds from the node database (nodes with records that passed more than 5 revalidations, at
-    // random), then the bootnodes, as geth's loadSeedNodes.
-    if (NodeDb* db = db_ ? db_() : nullptr) {
-        for (const auto& n : db->seeds(kSeedCount, WallClock::now(), rng_)) {
-            if (n.enr) add_node(n, 0);
-        }
-    }
-    for (const auto& n : config_.bootnodes) add_node(n, 0);
-    co_await lookup(id());
-    for (int i = 0; i < 3 && !stopped_; ++i) {
-        NodeId random;
-        for (auto& b : random) b = static_cast<uint8_t>(rng_());
-        co_await lookup(random);
-    }
-    init_done_ = true;
-    stats_.table_size = table_.size();
+awaitable<std::vector<Node>> V5Service::lookup(NodeId target) {
+    co_return co_await core_.lookup(target, query_towards(target));
 }
 
-awaitable<void> V5Service::refresh_loop() {
-    while (!stopped_) {
-        co_await refresh();
-        if (stopped_) break;
-        refresh_timer_.expires_after(refresh_delay(config_.refresh_interval, rng_));
-        co_await refresh_timer_.async_wait(kTuple);
-    }
+awaitable<void> V5Service::refresh() { co_await core_.refresh(*this); }
+
+// ---- what the shared core asks of discv5 ------------------------------------------------------
+
+awaitable<std::optional<uint64_t>> V5Service::check(Node n) {
+    auto pong = co_await ping(std::move(n));
+    if (!pong) co_return std::nullopt;
+    co_return pong->enr_seq;
 }
 
-awaitable<void> V5Service::revalidate_loop() {
-    while (!stopped_) {
-        // geth's randomised fast and slow lists (disc/table.hpp); nodes added while we sleep wait at
-        // most one interval.
-        revalidate_timer_.expires_at(std::min(table_.next_revalidation(), Clock::now() + config_.revalidate_interval));
-        co_await revalidate_timer_.async_wait(kTuple);
-        if (stopped_) break;
-        for (const Node& n : table_.due_for_revalidation(Clock::now())) {
-            co_await revalidate(n);
-            if (stopped_) co_return;
-        }
-    }
-}
-
-awaitable<void> V5Service::revalidate(Node n) {
-    auto pong = co_await ping(n);
-    if (stopped_) co_return;
-    if (table_.revalidated(n.id, pong.has_value(), Clock::now())) findnode_failures_.erase(n.id);
-    // A node that passed more than 5 revalidations is kept as a seed for the next start (geth).
-    if (const Table::Entry* kept = table_.find(n.id); pong && kept && kept->liveness_checks > 5) {
-        if (NodeDb* db = db_ ? db_() : nullptr) {
-            db->seen(kept->node, WallClock::now(), Origin::kDirect);
-            db->set_last_pong(kept->node, kept->node.ip, WallClock::now());
-            db->set_liveness(n.id, kept->liveness_checks);
-        }
-    }
-    stats_.table_size = table_.size();
-    if (!pong) co_return;
-    const Table::Entry* e = table_.find(n.id);
-    if (!e || !e->node.enr || e->node.enr->seq() >= pong->enr_seq) co_return;
-    // A newer record: distance 0 is the node's own. (The vector is made outside the co_await:
-    // GCC cannot put an initializer list's array into a coroutine frame.)
+awaitable<std::optional<Node>> V5Service::fetch_record(Node n) {
+    // Distance 0 is the node's own record. (The vector is made outside the co_await: GCC cannot put
+    // an initializer list's array into a coroutine frame.)
     std::vector<unsigned> own(1, 0);
-    auto records = co_await find_node(n, std::move(own));
-    if (stopped_ || !records) co_return;
+    const NodeId id = n.id;
+    auto records = co_await find_node(std::move(n), std::move(own));
+    if (!records) co_return std::nullopt;
     for (const Node& updated : *records) {
-        if (updated.id == n.id) add_node(updated, 0);
+        if (updated.id == id) co_return updated;
     }
+    co_return std::nullopt;
+}
+
+KademliaProtocol::Target V5Service::lookup_target(bool self) {
+    NodeId target = id();
+    if (!self) {
+        for (auto& b : target) b = static_cast<uint8_t>(core_.rng()());
+    }
+    return {target, query_towards(target)};
 }
 
 void share_socket(const std::shared_ptr<V4Service>& v4, const std::shared_ptr<V5Service>& v5) {

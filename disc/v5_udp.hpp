@@ -23,6 +23,9 @@
 // - A node that completes a handshake with us from the address its record names, or answers one
 //   of our requests, goes into the table.
 //
+// The table, refresh, revalidation and lookups are the shared core's (disc/kademlia.hpp), as
+// discv4's; time comes from an Env (disc/env.hpp).
+//
 // Threading: everything runs on the io_context given (the V4Service's); one thread must run it.
 // stats() may be read from any thread. Lifetime: made with std::make_shared; its coroutines hold a
 // reference, so after stop() it lives until the io_context has run them to their end.
@@ -35,15 +38,14 @@
 #include <list>
 #include <memory>
 #include <optional>
-#include <random>
-#include <unordered_map>
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
-#include <boost/asio/steady_timer.hpp>
 
+#include "disc/env.hpp"
+#include "disc/kademlia.hpp"
 #include "disc/lookup.hpp"
 #include "disc/node_db.hpp"
 #include "disc/rate_limit.hpp"
@@ -93,23 +95,21 @@ struct V5Stats {
     std::array<std::atomic<uint64_t>, static_cast<size_t>(V5Drop::kCount_)> dropped{};
     std::atomic<uint64_t> bytes_in{0};
     std::atomic<uint64_t> bytes_out{0};
-    std::atomic<uint64_t> lookups{0};
-    std::atomic<uint64_t> table_size{0};
     std::atomic<uint64_t> request_timeouts{0};
-    std::atomic<uint64_t> challenges{0};      // WHOAREYOUs waiting for their handshake (the codec's count)
-    std::atomic<uint64_t> moves{0};           // table nodes whose endpoint changed
-    std::atomic<uint64_t> refused_moves{0};   // relayed records that would have moved a node we hold
-    std::atomic<uint64_t> refused_relays{0};  // NODES records whose address the address policy refused
+    std::atomic<uint64_t> challenges{0};  // WHOAREYOUs waiting for their handshake (the codec's count)
 };
 
-class V5Service : public std::enable_shared_from_this<V5Service> {
+class V5Service : public std::enable_shared_from_this<V5Service>, private KademliaProtocol {
   public:
     using udp = boost::asio::ip::udp;
     using SendFn = std::function<void(const udp::endpoint&, ByteView)>;
 
-    // `record` is our own ENR, signed by `key`; `send` puts a datagram on the shared socket.
+    // `record` is our own ENR, signed by `key`; `send` puts a datagram on the shared socket. `env`
+    // (the machine's clock when not given) must outlive the service.
     V5Service(boost::asio::io_context& io, const rlpx::PrivateKey& key, Enr record, SendFn send, V5Config config);
-    ~V5Service();
+    V5Service(boost::asio::io_context& io, Env& env, const rlpx::PrivateKey& key, Enr record, SendFn send,
+              V5Config config);
+    ~V5Service() override;
     V5Service(const V5Service&) = delete;
     V5Service& operator=(const V5Service&) = delete;
 
@@ -123,7 +123,7 @@ class V5Service : public std::enable_shared_from_this<V5Service> {
 
     // The node database to keep seeds in and restart from (share_socket gives it discv4's); the
     // function returns null when there is none (any more).
-    void set_db(std::function<NodeDb*()> db) { db_ = std::move(db); }
+    void set_db(std::function<NodeDb*()> db) { core_.set_db(std::move(db)); }
     // Replaces the send function (share_socket sets it).
     void set_send(SendFn send) { send_ = std::move(send); }
     // What another node says our endpoint is (the recipient of its PONG to our PING): the input of
@@ -145,17 +145,23 @@ class V5Service : public std::enable_shared_from_this<V5Service> {
     // Bootnodes into the table, our own lookup and three random ones.
     boost::asio::awaitable<void> refresh();
 
-    const Table& table() const noexcept { return table_; }
+    const Table& table() const noexcept { return core_.table(); }
+    const TableStats& table_stats() const noexcept { return core_.stats(); }
     const V5Stats& stats() const noexcept { return stats_; }
     const Enr& record() const noexcept { return codec_.local_record(); }
     void set_record(Enr record) { codec_.set_local_record(std::move(record)); }
     const NodeId& id() const noexcept { return codec_.local_id(); }
-    bool bootstrapped() const noexcept { return init_done_; }
+    bool bootstrapped() const noexcept { return core_.bootstrapped(); }
 
   private:
     struct Pending;
-    boost::asio::awaitable<void> refresh_loop();
-    boost::asio::awaitable<void> revalidate_loop();
+    // KademliaProtocol: what the shared core asks of discv5.
+    boost::asio::awaitable<std::optional<uint64_t>> check(Node n) override;
+    boost::asio::awaitable<std::optional<Node>> fetch_record(Node n) override;
+    Target lookup_target(bool self) override;
+    // Asks a node for the distances around `target` (geth's lookupDistances).
+    LookupQuery query_towards(NodeId target);
+
     void handle_message(const v5::Decoded& d, const udp::endpoint& from);
     void handle_whoareyou(const v5::Whoareyou& w, const udp::endpoint& from);
     void handle_find_node(const Hash32& src, const v5::FindNode& f, const udp::endpoint& from);
@@ -171,25 +177,16 @@ class V5Service : public std::enable_shared_from_this<V5Service> {
     // Takes a token of the rate limits for a datagram from `from`; false: drop it (counted).
     bool admit(const udp::endpoint& from);
     std::optional<Node> verified_node(ByteView rlp, const Node& from, const std::vector<unsigned>& distances);
-    void add_node(const Node& n, uint32_t checks);
-    // One revalidation: a PING, its result in the table, the newer record when the PONG says so.
-    boost::asio::awaitable<void> revalidate(Node n);
 
     boost::asio::io_context& io_;
+    Env& env_;
     v5::Codec codec_;
     SendFn send_;
     V5Config config_;
     RateLimiter limiter_;
-    // FINDNODEs in a row that a table node left unanswered (only table nodes are counted).
-    std::unordered_map<NodeId, uint32_t, NodeIdHash> findnode_failures_;
-    std::function<NodeDb*()> db_;
-    Table table_;
-    boost::asio::steady_timer refresh_timer_;
-    boost::asio::steady_timer revalidate_timer_;
+    Kademlia core_;
     std::list<std::shared_ptr<Pending>> pending_;
     V5Stats stats_;
-    std::mt19937_64 rng_;
-    bool init_done_{false};
     bool stopped_{false};
 };
 

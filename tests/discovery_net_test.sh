@@ -71,7 +71,12 @@ BOOT=$(head -1 "$WORK/h0/enode")
 BOOT_ENR=$(head -1 "$WORK/h0/enr")
 # The others all at once, then wait for each.
 for ((i = 1; i < NH; i++)); do NO_WAIT=1 disc_serve "h$i" "$WORK/h$i" --discovery.refresh 5 --bootnodes "$BOOT_ENR"; done
-for ((i = 0; i < ND; i++)); do NO_WAIT=1 dpt "d$i" --key "${KEYS[NH + i]%% *}" --bootnode "$BOOT"; done
+# A DPT node bans for 5 minutes a node that misses its Pong timeout (2 s by default): when 30
+# nodes start at once on a busy 2-core machine, that once left two DPT nodes knowing only one node
+# for the whole test. 5 s (scaled) keeps a slow start from banning half the network.
+for ((i = 0; i < ND; i++)); do
+    NO_WAIT=1 dpt "d$i" --key "${KEYS[NH + i]%% *}" --bootnode "$BOOT" --timeout $((5000 * SCALE))
+done
 for ((i = 0; i < NC; i++)); do
     disc_port port
     node "$INTEROP/discv5_net_node.mjs" "${KEYS[NH + ND + i]%% *}" "$port" "$BOOT_ENR" "$WORK/c$i.enode" \

@@ -3,7 +3,7 @@
 // A discv4 node of @ethereumjs/devp2p (its DPT) on 127.0.0.1, for headerd's discovery to meet.
 //
 //   node dpt_node.js [--port P] [--key HEX32] [--bootnode ENODE]... [--out FILE] [--peers FILE]
-//                    [--duration SECONDS] [--refresh MS]
+//                    [--duration SECONDS] [--refresh MS] [--timeout MS]
 //
 // Binds UDP 127.0.0.1:P (P = 0 picks a free port), then writes its enode URL to --out (atomically;
 // TCP port = UDP port, so no ?discport) and bootstraps from every --bootnode (enode URLs on
@@ -11,7 +11,9 @@
 // in its table (getPeers()) to --peers, one per line, sorted, atomically. Logs one line per peer
 // added or removed and per error (errors never end it: an ENRRequest from headerd, which the
 // library cannot decode, is logged as "Invalid type: 5"). Exits 0 after --duration seconds
-// (default 120) or on SIGTERM/SIGINT, 1 if it cannot bind, 2 on bad arguments.
+// (default 120) or on SIGTERM/SIGINT, 1 if it cannot bind, 2 on bad arguments. --timeout (default
+// 2000 ms) is how long the library waits for a Pong: a node that misses it is banned for 5 minutes,
+// so a busy test machine gives more.
 //
 // Loopback only: DNS discovery is off (shouldGetDnsPeers: false) and a bootnode outside 127.0.0.0/8
 // is refused; the library itself only ever sends to nodes its peers named, which on a loopback
@@ -23,7 +25,7 @@ const { secp256k1 } = require('ethereum-cryptography/secp256k1.js')
 
 const USAGE =
   'usage: node dpt_node.js [--port P] [--key HEX32] [--bootnode ENODE]... [--out FILE] [--peers FILE] ' +
-  '[--duration SECONDS] [--refresh MS]'
+  '[--duration SECONDS] [--refresh MS] [--timeout MS]'
 
 const hex = (b) => Buffer.from(b).toString('hex')
 
@@ -45,7 +47,7 @@ function enodeOf(peer) {
 }
 
 function parseArgs(argv) {
-  const opts = { port: '0', duration: '120', refresh: '2000', bootnode: [] }
+  const opts = { port: '0', duration: '120', refresh: '2000', timeout: '2000', bootnode: [] }
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
     if (a === '--help' || a === '-h') {
@@ -53,7 +55,7 @@ function parseArgs(argv) {
       process.exit(0)
     }
     const key = a.replace(/^--/, '') === 'idle' ? 'duration' : a.replace(/^--/, '')
-    if (!['port', 'key', 'bootnode', 'out', 'peers', 'duration', 'refresh'].includes(key) || i + 1 >= argv.length) {
+    if (!['port', 'key', 'bootnode', 'out', 'peers', 'duration', 'refresh', 'timeout'].includes(key) || i + 1 >= argv.length) {
       throw new Error(`unknown or incomplete argument ${a}\n${USAGE}`)
     }
     if (key === 'bootnode') opts.bootnode.push(argv[++i])
@@ -65,6 +67,8 @@ function parseArgs(argv) {
   if (!(duration > 0)) throw new Error(`bad --duration ${opts.duration}`)
   const refresh = Number(opts.refresh)
   if (!(refresh >= 100)) throw new Error(`bad --refresh ${opts.refresh} (milliseconds, at least 100)`)
+  const timeout = Number(opts.timeout)
+  if (!(timeout >= 100)) throw new Error(`bad --timeout ${opts.timeout} (milliseconds, at least 100)`)
   if (opts.key !== undefined && !/^[0-9a-fA-F]{64}$/.test(opts.key)) throw new Error('--key: 32 bytes in hex')
   return {
     port,
@@ -74,6 +78,7 @@ function parseArgs(argv) {
     peers: opts.peers,
     durationMs: duration * 1000,
     refreshMs: refresh,
+    timeoutMs: timeout,
   }
 }
 
@@ -104,7 +109,7 @@ function main() {
     shouldFindNeighbours: true,
     shouldGetDnsPeers: false,
     onlyConfirmed: false,
-    timeout: 2000,
+    timeout: args.timeoutMs,
   })
   let closing = false
   let peersTimer = null
