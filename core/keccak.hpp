@@ -1,12 +1,13 @@
 #pragma once
 
-// Keccak-256 as Ethereum uses it (original Keccak padding, not FIPS-202 SHA3-256).
-// Backed by Crypto++ because OpenSSL 3.0 has no Keccak with the original padding and RLPx needs
-// a state that can be copied to read the running MAC without finishing it.
-
-#include <memory>
+// Keccak-256 as Ethereum uses it (original Keccak padding, not FIPS-202 SHA3-256). Our own
+// Keccak-f[1600] (core/keccak_f1600.hpp): bench/keccak_benchmark.cpp measured it against Crypto++,
+// nettle, OpenSSL and libgcrypt on this project's machine (docs/performance.md, "Keccak"), and
+// OpenSSL 3.0 has no Keccak with the original padding. RLPx needs a state that can be copied to
+// read the running MAC without finishing it: the state is 200 bytes, copied in place.
 
 #include "core/bytes.hpp"
+#include "core/keccak_f1600.hpp"
 
 namespace headerd {
 
@@ -16,20 +17,12 @@ Hash32 keccak256(ByteView data) noexcept;
 // Not thread-safe; one instance per user.
 class Keccak256 {
   public:
-    Keccak256();
-    ~Keccak256();
-    Keccak256(const Keccak256& other);
-    Keccak256& operator=(const Keccak256& other);
-    Keccak256(Keccak256&&) noexcept;
-    Keccak256& operator=(Keccak256&&) noexcept;
-
-    void update(ByteView data) noexcept;
+    void update(ByteView data) noexcept { sponge_.update(data); }
     // Digest of everything absorbed so far; the state is left as it was.
-    Hash32 digest() const noexcept;
+    Hash32 digest() const noexcept { return sponge_.digest(); }
 
   private:
-    struct State;
-    std::unique_ptr<State> state_;
+    KeccakSponge<keccak_f1600_lc> sponge_;
 };
 
 }  // namespace headerd

@@ -33,7 +33,7 @@ if [ -z "$build_only" ]; then
     # debootstrap makes the clean Debian 12 root that tests/package_test.sh installs the .deb into.
     packages+=(
         ccache clang-format clang libclang-rt-14-dev
-        libgtest-dev libgmock-dev libbenchmark-dev
+        libgtest-dev libgmock-dev libbenchmark-dev nettle-dev libgcrypt20-dev
         strace prometheus chromium curl
         dnsmasq-base systemd debootstrap
     )
