@@ -9,6 +9,7 @@
 // turn with the state in 25 + 25 locals, rho and pi folded into the indexing, and six lanes kept
 // complemented (1, 2, 8, 12, 17, 20), which turns all but one NOT of each chi row into AND or OR.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
