@@ -69,9 +69,10 @@ fi
 # missing an include fails to compile; CI (CI=true) starts from a clean clone, where unity batches
 # save most of the compile time that ccache has not saved already.
 if [ "${CI:-}" = true ]; then
-    step "normal build (unity)" ./scripts/build.sh -DHEADERD_UNITY=ON
+    step "normal build (unity)" ./scripts/build.sh -DHEADERD_UNITY=ON -DHEADERD_BUILD_TESTS=ON -DHEADERD_BUILD_BENCHMARKS=ON
 else
-    step "normal build" ./scripts/build.sh
+    # ON: a ./build that scripts/run.sh configured first has neither.
+    step "normal build" ./scripts/build.sh -DHEADERD_BUILD_TESTS=ON -DHEADERD_BUILD_BENCHMARKS=ON
 fi
 if [ -z "$quick" ]; then
     step "clang-format check" ./scripts/check_format.sh
