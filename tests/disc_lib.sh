@@ -4,8 +4,6 @@
 # Source it after lib.sh and node_lib.sh (it uses HEADERD, WORK, fail, PIDS and stop's EXIT trap).
 
 INTEROP=$(cd "$(dirname "${BASH_SOURCE[0]}")/interop" && pwd)
-# shellcheck source=scripts/lib/wait.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/wait.sh"
 # (ports.sh's free_port VAR replaces node_lib.sh's free_port, which these tests do not use.)
 # shellcheck source=scripts/lib/ports.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/ports.sh"
@@ -21,12 +19,7 @@ need_dpt() {
 }
 
 # wait_file FILE NAME SECONDS: waits until FILE is non-empty while the process PIDS[NAME] runs.
-wait_file() {
-    local rc=0
-    poll_until "$3" 0.1 pid_alive "${PIDS[$2]}" -- test -s "$1" || rc=$?
-    [[ $rc -ne 2 ]] || fail "$2 exited before writing $1: $(tail -5 "$WORK/$2.log")"
-    [[ $rc -eq 0 ]] || fail "$2 wrote no $1 within $3 s: $(tail -5 "$WORK/$2.log")"
-}
+wait_file() { wait_nonempty "$1" "${PIDS[$2]}" "$3" "$2" "$WORK/$2.log"; }
 
 # dpt NAME [ARGS...]: starts a DPT node (dpt_node.js) on a free UDP port of 127.0.0.1 with the
 # arguments given (e.g. --bootnode ENODE, --key HEX), its enode URL in $WORK/NAME.enode, its table

@@ -158,11 +158,7 @@ restart_upstream a "$PA" "$DATA/mainnet-headers-0-8191.rlp"
 "$HEADERD" import --datadir "$WORK/e" "$WORK/half.rlp" >/dev/null 2>&1
 node "$INTEROP/server.js" --port 0 --out "$WORK/js.enode" --eth 68 --idle 60 >"$WORK/js.log" 2>&1 &
 PIDS[js]=$!
-for _ in $(seq 100); do
-    [ -s "$WORK/js.enode" ] && break
-    sleep 0.1
-done
-[ -s "$WORK/js.enode" ] || fail "the ethereumjs server did not start: $(cat "$WORK/js.log")"
+wait_nonempty "$WORK/js.enode" "${PIDS[js]}" 10 "the ethereumjs server" "$WORK/js.log"
 PG=$(free_port)
 MG=$(free_port)
 serve e "$PG" --follow "$EA" --follow "$(cat "$WORK/js.enode")" --follow-interval 0.3 --follow-reconnect 0.3 \

@@ -51,11 +51,8 @@ trap 'kill -9 ${SERVE_PID:-} ${LOAD_PID:-} ${SAMPLER_PID:-} 2>/dev/null || true;
     --inbound-throttle "$WINDOW" --inbound-burst "$BURST" --inbound-exempt 127.0.0.1/32 \
     >/dev/null 2>"$WORK/serve.err" &
 SERVE_PID=$!
-for _ in $(seq 100); do
-    [ -s "$D/enode" ] && grep -q 'Metrics enabled' "$WORK/serve.err" && break
-    sleep 0.1
-done
-[ -s "$D/enode" ] || fail "serve did not start: $(cat "$WORK/serve.err")"
+wait_nonempty "$D/enode" "$SERVE_PID" 10 serve "$WORK/serve.err"
+poll_until 10 0.1 -- grep -q 'Metrics enabled' "$WORK/serve.err" || fail "serve logged no metrics address"
 ENODE=$(cat "$D/enode")
 METRICS_PORT=$(grep -o 'url=http://127.0.0.1:[0-9]*' "$WORK/serve.err" | head -1 | sed 's/.*://')
 [ -n "$METRICS_PORT" ] || fail "no metrics address in the serve log"

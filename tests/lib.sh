@@ -10,6 +10,18 @@ fail() {
     exit 1
 }
 
+# shellcheck source=scripts/lib/wait.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/wait.sh"
+
+# wait_nonempty FILE PID SECONDS WHAT LOG: waits until FILE is non-empty (an enode URL, a port) while
+# process PID runs; fails naming WHAT, with the end of LOG, when PID exits first or SECONDS pass.
+wait_nonempty() {
+    local rc=0
+    poll_until "$3" 0.1 pid_alive "$2" -- test -s "$1" || rc=$?
+    [[ $rc -ne 2 ]] || fail "$4 exited before writing $1: $(tail -5 "$5")"
+    [[ $rc -eq 0 ]] || fail "$4 wrote no $1 within $3 s: $(tail -5 "$5")"
+}
+
 # json_field JSON NAME -> the scalar value of "NAME" in a one-line JSON object (strings unquoted).
 json_field() {
     local v

@@ -18,11 +18,7 @@ D=$WORK/d
 SERVE_PID=$!
 # On exit, whatever is still running is stopped for good before the wait.
 trap 'kill -9 "$SERVE_PID" ${JS_PID:-} ${LOAD_PID:-} ${STUB_PID:-} ${SYN_PID:-} 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"' EXIT
-for _ in $(seq 100); do
-    [ -s "$D/enode" ] && break
-    sleep 0.1
-done
-[ -s "$D/enode" ] || fail "serve did not start: $(cat "$WORK/serve.err")"
+wait_nonempty "$D/enode" "$SERVE_PID" 10 serve "$WORK/serve.err"
 ENODE=$(cat "$D/enode")
 METRICS_URL=$(grep -o 'url=http://[0-9.:]*/metrics' "$WORK/serve.err" | head -1)
 METRICS_URL=${METRICS_URL#url=}
@@ -163,11 +159,7 @@ else:
     server.serve_forever()
 PY
     STUB_PID=$!
-    for _ in $(seq 100); do
-        [ -s "$WORK/stub.port" ] && break
-        sleep 0.05
-    done
-    [ -s "$WORK/stub.port" ] || fail "the HTTP stub did not start"
+    wait_nonempty "$WORK/stub.port" "$STUB_PID" 5 "the HTTP stub" /dev/null
     STUB_URL="http://127.0.0.1:$(cat "$WORK/stub.port")/metrics"
 }
 stub_stop() {
@@ -223,11 +215,7 @@ S=$WORK/syn
 "$HEADERD" generate --datadir "$S" --count 3000 --seed 7 >/dev/null 2>&1 || fail "generate"
 "$HEADERD" serve --datadir "$S" --listen 127.0.0.1:0 --workers 1 >/dev/null 2>"$WORK/syn.err" &
 SYN_PID=$!
-for _ in $(seq 100); do
-    [ -s "$S/enode" ] && break
-    sleep 0.1
-done
-[ -s "$S/enode" ] || fail "serve of the synthetic chain did not start: $(cat "$WORK/syn.err")"
+wait_nonempty "$S/enode" "$SYN_PID" 10 "serve of the synthetic chain" "$WORK/syn.err"
 "$HEADERD" load --peer "$(cat "$S/enode")" --clients 9 --duration 1.5 --synthetic 3000:7 --json "$WORK/syn.json" \
     --threshold verified --threshold errors==0 --verbosity 1 >"$WORK/syn.out" 2>&1 ||
     { cat "$WORK/syn.out" >&2; fail "load --synthetic 3000:7"; }
@@ -311,11 +299,7 @@ lying() {  # FAULT PROFILE EXPECTED_REASON_PART EXPECTED_VERDICT_PART
     node "$INTEROP/server.js" --port 0 --out "$WORK/js.enode" --eth 68,69 --idle 30 --fault "$fault" \
         >"$WORK/js.log" 2>&1 &
     JS_PID=$!
-    for _ in $(seq 100); do
-        [ -s "$WORK/js.enode" ] && break
-        sleep 0.1
-    done
-    [ -s "$WORK/js.enode" ] || fail "the ethereumjs server did not start: $(cat "$WORK/js.log")"
+    wait_nonempty "$WORK/js.enode" "$JS_PID" 10 "the ethereumjs server" "$WORK/js.log"
     if "$HEADERD" load --peer "$(cat "$WORK/js.enode")" --clients 1 --duration 3 --timeout 1 --profile "$profile" \
         --chain "$ERA1" --json "$WORK/lie.json" --threshold verified --verbosity 1 >"$WORK/lie.out" 2>&1; then
         fail "--fault $fault: load passed 'verified'"

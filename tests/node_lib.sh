@@ -19,11 +19,7 @@ serve_dir() {
     [ "${FRESH_LOG:-0}" = 0 ] || : >"$WORK/$name.log"
     "$HEADERD" serve --datadir "$d" --listen "127.0.0.1:$port" --workers 1 "$@" >>"$WORK/$name.log" 2>&1 &
     PIDS[$name]=$!
-    for _ in $(seq 100); do
-        [ -s "$d/enode" ] && return 0
-        sleep 0.1
-    done
-    fail "serve $name did not start: $(tail -5 "$WORK/$name.log")"
+    wait_nonempty "$d/enode" "${PIDS[$name]}" 10 "serve $name" "$WORK/$name.log"
 }
 # serve NAME PORT [ARGS...]: serves $WORK/NAME on 127.0.0.1:PORT until stop NAME.
 serve() {
