@@ -25,11 +25,12 @@
 namespace asio = boost::asio;
 using namespace headerd;
 
-// The whole store: canonical header RLP by number, numbers by hash. Filled before the server
-// starts and never changed, so concurrent reads from the workers need no lock.
+// The whole store: canonical header RLP and hash by number, numbers by hash. Filled before the
+// server starts and never changed, so concurrent reads from the workers need no lock.
 class MemoryHeaders final : public HeaderSource {
   public:
     std::vector<Bytes> rlp;
+    std::vector<Hash32> hashes;  // hashed once, when filled
     std::map<Hash32, uint64_t> numbers;
     Head top;
 
@@ -51,8 +52,8 @@ class MemoryHeaders final : public HeaderSource {
         return it == numbers.end() ? std::nullopt : std::optional<uint64_t>(it->second);
     }
     Outcome<std::optional<Hash32>> canonical_hash(uint64_t number) const override {
-        if (number >= rlp.size()) return std::optional<Hash32>();
-        return std::optional<Hash32>(header_hash(rlp[number]));
+        if (number >= hashes.size()) return std::optional<Hash32>();
+        return std::optional<Hash32>(hashes[number]);
     }
     Outcome<bool> header_by_hash(const Hash32& hash, Bytes& out) const override {
         out.clear();
@@ -73,11 +74,12 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < archive->count(); ++i) {
         Bytes header;
         if (!archive->header(i, header)) return std::fprintf(stderr, "block %zu does not decode\n", i), 1;
-        store.numbers.emplace(header_hash(header), i);
+        store.hashes.push_back(header_hash(header));
+        store.numbers.emplace(store.hashes.back(), i);
         store.rlp.push_back(std::move(header));
     }
     const uint64_t last = store.rlp.size() - 1;
-    store.top = Head{last, header_hash(store.rlp[last]), archive->total_difficulty(last),
+    store.top = Head{last, store.hashes[last], archive->total_difficulty(last),
                      decode_block_header(store.rlp[last])->timestamp};
 
     // The control thread accepts connections (and runs our own client below); workers serve.
