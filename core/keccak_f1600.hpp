@@ -4,10 +4,13 @@
 // 0x01 .. 0x80, not FIPS-202's 0x06) over any permutation, so that bench/keccak_benchmark.cpp can
 // compare implementations behind one sponge and core/keccak.cpp can use the fastest.
 //
-// keccak_f1600_lc is ours, written from the Keccak reference ("The Keccak reference", 3.0, and
-// "Keccak implementation overview", 3.2, section 2.2, lane complementing): two rounds per loop
-// turn with the state in 25 + 25 locals, rho and pi folded into the indexing, and six lanes kept
-// complemented (1, 2, 8, 12, 17, 20), which turns all but one NOT of each chi row into AND or OR.
+// Both permutations here are ours, written from the Keccak reference ("The Keccak reference", 3.0,
+// and "Keccak implementation overview", 3.2): two rounds per loop turn with the state in 25 + 25
+// locals, rho and pi folded into the indexing. keccak_f1600_lc keeps six lanes complemented (1, 2,
+// 8, 12, 17, 20; overview, section 2.2), which turns all but one NOT of each chi row into AND or
+// OR; keccak_f1600_plain writes chi as the reference does. Each is built for x86-64 and for
+// x86-64-v3, where BMI1's ANDN does ~a & b in one instruction: there the plain form is the faster
+// (bench/keccak_benchmark.cpp), and core/keccak.hpp uses it.
 
 #include <algorithm>
 #include <array>
