@@ -32,6 +32,10 @@ Outcome<std::unique_ptr<Freezer>> Freezer::open(FileSystem& fs, std::string dir,
                           kHashesTable + " starts at item " + std::to_string(f->hashes_->tail()) + " and holds " +
                           std::to_string(x));
     }
+    // Everything that can refuse the open is read before anything is written: a header that does
+    // not decompress, met while computing the checksums the file lacks, leaves the files as they were.
+    auto sums = f->plan_checksums(fs, dir, opts.read_only);
+    if (!sums) return sums.error();
     if (auto r = f->headers_->apply_repairs(); !r) return r.error();
     if (auto r = f->hashes_->apply_repairs(); !r) return r.error();
     // The tables are appended and synced one after the other, so a crash can leave one longer. A
@@ -43,64 +47,80 @@ Outcome<std::unique_ptr<Freezer>> Freezer::open(FileSystem& fs, std::string dir,
         f->repairs_.push_back("ancient freezer " + dir + ": table " + longer.name() + " truncated from " +
                               std::to_string(std::max(h, x)) + " to " + std::to_string(keep) + " items to match");
     }
-    if (auto r = f->open_checksums(fs, dir, opts.read_only); !r) return r.error();
+    if (auto r = f->apply_checksums(fs, dir, *sums); !r) return r.error();
     return f;
 }
 
-Outcome<void> Freezer::open_checksums(FileSystem& fs, const std::string& dir, bool read_only) {
+Outcome<Freezer::ChecksumPlan> Freezer::plan_checksums(FileSystem& fs, const std::string& dir, bool read_only) {
+    ChecksumPlan plan;
+    plan.read_only = read_only;
     const std::string path = dir + "/" + kChecksumFile;
     const uint64_t items = this->items();
     auto exists = fs.exists(path);
     if (!exists) return exists.error();
-    if (read_only) {
-        if (!*exists) {
+    plan.existed = *exists;
+    if (!plan.existed) {
+        if (read_only) {
             repairs_.push_back("ancient freezer " + dir + ": no " + kChecksumFile +
                                " (written by another client?): reads are not checked for damage");
-            return {};
+            return plan;
         }
+    } else {
+        auto file = fs.open(path, read_only ? OpenMode::kRead : OpenMode::kReadWrite);
+        if (!file) return file.error();
+        sums_ = std::move(*file);
+        auto size = sums_->size();
+        if (!size) return size.error();
+        plan.size = *size;
     }
-    auto file = fs.open(path, read_only ? OpenMode::kRead : OpenMode::kReadWrite);
-    if (!file) return file.error();
-    sums_ = std::move(*file);
-    auto size = sums_->size();
-    if (!size) return size.error();
-    uint64_t have = *size / kChecksumSize;
+    plan.have = std::min(plan.size / kChecksumSize, items);
     if (read_only) {
-        sums_items_ = std::min(have, items);
-        return {};
-    }
-    if (*size != have * kChecksumSize || have > items) {
-        const uint64_t keep = std::min(have, items);
-        if (auto r = sums_->truncate(keep * kChecksumSize); !r) return r;
-        if (auto r = sums_->sync(); !r) return r;
-        repairs_.push_back("ancient freezer " + dir + ": " + kChecksumFile + " cut from " + std::to_string(*size) +
-                           " to " + std::to_string(keep * kChecksumSize) + " bytes to match the headers table");
-        have = keep;
+        sums_items_ = plan.have;
+        return plan;
     }
     // Checksums the file lacks (a freezer written before it existed or by another client, or a crash
-    // between the tables' sync and its own) are computed from the headers as they are now; the
-    // scrubber checks those against the chain's hash links.
-    const uint64_t from = have;
+    // between the tables' sync and its own) are computed from the headers as they are now, here in
+    // memory (4 bytes a block, grown as the reads succeed: the index's count is not trusted); the scrubber checks those
+    // against the chain's hash links.
     ItemBuffer buf;
     ReadScratch scratch;
-    std::vector<ByteView> views;
-    while (have < items) {
-        const uint64_t n = std::min<uint64_t>(4096, items - have);
+    for (uint64_t at = plan.have; at < items;) {
+        const uint64_t n = std::min<uint64_t>(4096, items - at);
         buf.clear();
-        if (auto r = headers_->read_range(have, n, kNoByteLimit, buf, scratch); !r) return r;
-        views.clear();
-        for (size_t i = 0; i < buf.size(); ++i) views.push_back(buf.item(i));
-        sums_items_ = have;
-        if (auto r = write_checksums(have, views); !r) return r;
-        have += n;
+        if (auto r = headers_->read_range(at, n, kNoByteLimit, buf, scratch); !r) return r.error();
+        for (size_t i = 0; i < buf.size(); ++i) {
+            uint8_t sum[kChecksumSize];
+            store_be32(sum, header_checksum(buf.item(i)));
+            plan.missing.insert(plan.missing.end(), sum, sum + kChecksumSize);
+        }
+        at += n;
     }
-    sums_items_ = have;
-    if (from < items) {
+    return plan;
+}
+
+Outcome<void> Freezer::apply_checksums(FileSystem& fs, const std::string& dir, const ChecksumPlan& plan) {
+    if (plan.read_only) return {};
+    if (!plan.existed) {
+        auto file = fs.open(dir + "/" + kChecksumFile, OpenMode::kReadWrite);
+        if (!file) return file.error();
+        sums_ = std::move(*file);
+    }
+    const uint64_t items = this->items();
+    if (plan.size != plan.have * kChecksumSize) {
+        if (auto r = sums_->truncate(plan.have * kChecksumSize); !r) return r;
         if (auto r = sums_->sync(); !r) return r;
-        repairs_.push_back("ancient freezer " + dir + ": computed the checksums of blocks [" + std::to_string(from) +
-                           ", " + std::to_string(items) + ") from the stored headers");
+        repairs_.push_back("ancient freezer " + dir + ": " + kChecksumFile + " cut from " + std::to_string(plan.size) +
+                           " to " + std::to_string(plan.have * kChecksumSize) + " bytes to match the headers table");
     }
-    if (!*exists) {
+    sums_items_ = plan.have;
+    if (plan.have < items) {
+        if (auto r = sums_->write_at(plan.have * kChecksumSize, plan.missing); !r) return r;
+        if (auto r = sums_->sync(); !r) return r;
+        sums_items_ = items;
+        repairs_.push_back("ancient freezer " + dir + ": computed the checksums of blocks [" +
+                           std::to_string(plan.have) + ", " + std::to_string(items) + ") from the stored headers");
+    }
+    if (!plan.existed) {
         if (auto r = fs.sync_dir(dir); !r) return r;  // the file is new
     }
     return {};

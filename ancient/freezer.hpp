@@ -80,9 +80,18 @@ class Freezer {
 
   private:
     Freezer(std::unique_ptr<Table> headers, std::unique_ptr<Table> hashes);
-    // Opens (or creates) the checksum file and brings it to the headers table's length: a partial
-    // entry or entries past the table are cut, missing ones computed from the stored headers.
-    Outcome<void> open_checksums(FileSystem& fs, const std::string& dir, bool read_only);
+    // The checksum file brought to the headers table's length: a partial entry or entries past the
+    // table are cut, missing ones computed from the stored headers. Planned (every header read and
+    // its checksum computed) before open() writes anything, then applied.
+    struct ChecksumPlan {
+        bool read_only{false};
+        bool existed{false};
+        uint64_t size{0};  // of the file as found
+        uint64_t have{0};  // whole checksums kept
+        Bytes missing;     // those of blocks [have, items())
+    };
+    Outcome<ChecksumPlan> plan_checksums(FileSystem& fs, const std::string& dir, bool read_only);
+    Outcome<void> apply_checksums(FileSystem& fs, const std::string& dir, const ChecksumPlan& plan);
     Outcome<void> write_checksums(uint64_t first_number, std::span<const ByteView> header_rlps);
     // Checks items [before, out.size()) of `out`, blocks start.., against their checksums.
     Outcome<void> check(uint64_t start, size_t before, ItemBuffer& out, ReadScratch& scratch) const;

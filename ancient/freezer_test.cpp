@@ -396,6 +396,42 @@ TEST(FreezerBitRot, MissingOrShortChecksumFileIsRebuilt) {
     EXPECT_EQ(r.error().block, std::optional<uint64_t>(250));
 }
 
+// The checksums a writable open computes are computed before it repairs anything: a header that
+// does not decompress refuses the open, and the repair the open had planned besides (bytes past the
+// last indexed item) is not made either, so the files stay as they were for whoever looks into it.
+TEST(FreezerBitRot, HeaderThatDoesNotDecompressRefusesTheChecksumRebuildAndChangesNoFile) {
+    TempDir dir;
+    {
+        auto f = open_freezer(posix, dir.path());
+        append_blocks(*f, 0, 300);
+        ASSERT_TRUE(f->sync());
+    }
+    std::filesystem::remove(dir / "headers.xxh3");
+    const auto [begin, end] = item_span(dir.path(), 250);
+    {
+        Bytes data = testing::read_file(dir / "headers.0000.cdat");
+        std::fill_n(data.begin() + static_cast<std::ptrdiff_t>(begin), 5, 0xff);  // no valid snappy length
+        data.insert(data.end(), 100, 0x5a);                                       // an append the index never took
+        testing::write_file(dir / "headers.0000.cdat", data);
+    }
+    const auto before = testing::snapshot_dir(dir.path());
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        auto f = Freezer::open(posix, dir.path(), {});
+        ASSERT_FALSE(f) << "opened with " << (*f)->items() << " items";
+        EXPECT_EQ(f.error().kind, ErrorKind::kCorrupt) << f.error().message;
+        EXPECT_EQ(f.error().block, std::optional<uint64_t>(250)) << f.error().message;
+        EXPECT_THAT(changed_files(before, testing::snapshot_dir(dir.path())), IsEmpty())
+            << "the refused open changed these files";
+    }
+    // A read-only open computes nothing: it serves the blocks before the damage, unchecked.
+    auto ro = open_freezer(posix, dir.path(), {kDefaultMaxFileSize, true});
+    EXPECT_EQ(ro->checked_items(), 0u);
+    ItemBuffer out;
+    ASSERT_TRUE(ro->read_headers(0, 250, kNoByteLimit, out));
+    EXPECT_TRUE(std::ranges::equal(out.item(249), mainnet_headers()[249]));
+    EXPECT_EQ(ro->read_headers(250, 1, kNoByteLimit, out).error().block, std::optional<uint64_t>(250));
+}
+
 TEST(Freezer, CrashAtEveryStepOfAppendAndSyncKeepsTablesInStep) {
     auto scenario = [](Freezer& f) -> uint64_t {
         uint64_t durable = 0;

@@ -186,7 +186,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (fs.snapshot() != before) fail("a read-only open changed the files");
 
     const auto repaired = open_once(fs, freezer, compressed, max_file_size, false);
-    if (!repaired) return 0;
+    if (!repaired) {
+        // Everything that refuses an open is found before any repair is made.
+        if (fs.snapshot() != before) fail("a refused writable open changed the files");
+        return 0;
+    }
     const auto after_repair = fs.snapshot();
     const auto again = open_once(fs, freezer, compressed, max_file_size, false);
     if (!again) fail("a second writable open failed after a repair");
