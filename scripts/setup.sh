@@ -30,12 +30,13 @@ if [ -z "$build_only" ]; then
     # for the four builds of the test command (scripts/ccache.sh); dnsmasq-base (the binary alone,
     # no system service) serves the DNS discovery test's trees on 127.0.0.1; systemd for
     # systemd-analyze, which rates deploy/systemd/headerd.service (nothing is started or enabled);
-    # debootstrap makes the clean Debian 12 root that tests/package_test.sh installs the .deb into.
+    # debootstrap makes the clean Debian 12 root that tests/package_test.sh installs the .deb into,
+    # and lintian checks that .deb.
     packages+=(
         ccache clang-format clang libclang-rt-14-dev
         libgtest-dev libgmock-dev libbenchmark-dev nettle-dev libgcrypt20-dev
         strace prometheus chromium curl
-        dnsmasq-base systemd debootstrap
+        dnsmasq-base systemd debootstrap lintian
     )
     # Node.js and npm run the interop tests' independent peer; any Node.js >= 18 will do, so a
     # machine that already has one (from Debian or NodeSource) keeps it.

@@ -5,7 +5,7 @@
 #     licence and groff reads it without a warning; `headerd --version` names the licence;
 #  2. cpack builds headerd_<version>_<arch>.deb from BUILD_DIR: stripped binary, Depends from
 #     dpkg-shlibdeps, the conffile, the maintainer scripts, the DEP-5 copyright file (Apache-2.0)
-#     as /usr/share/doc/headerd/copyright, mode 0644;
+#     as /usr/share/doc/headerd/copyright, mode 0644; lintian finds no error and no warning;
 #  3. a Debian 12 minbase root made by debootstrap (cached as a tarball under
 #     ${XDG_CACHE_HOME:-$HOME/.cache}/headerd/, so only the first run downloads it), with /proc
 #     mounted, where `apt-get install ./headerd_*.deb` pulls the dependencies; the files are where
@@ -155,6 +155,13 @@ grep -qx 'Files: \*' "$WORK/x/$COPYRIGHT" && [ "$(grep -cx 'License: Apache-2.0'
     fail "/$COPYRIGHT does not give Files: * the licence Apache-2.0 with its stand-alone paragraph"
 if grep -qiE '/(LICEN[CS]E|COPYING)[^/]*$' "$WORK/contents.txt"; then fail "the package carries a licence text file besides /$COPYRIGHT"; fi
 say "ok: $(basename "$DEB"), $(stat -c %s "$DEB") bytes, stripped, /$COPYRIGHT (DEP-5, Apache-2.0), Depends: $depends"
+
+# lintian, Debian's package checker: no error and no warning (docs/packaging.md says why the
+# informational tags it still prints stay). It says it should not run as root; it runs all the same.
+command -v lintian >/dev/null || skip "lintian is missing (scripts/setup.sh installs it)"
+lintian --fail-on error,warning --display-info "$DEB" >"$WORK/lintian.txt" 2>&1 ||
+    fail "lintian found errors or warnings in $(basename "$DEB"): $(grep -E '^[EW]: ' "$WORK/lintian.txt" || cat "$WORK/lintian.txt")"
+say "ok: lintian: no error, no warning ($(grep -c '^[IPX]: ' "$WORK/lintian.txt") informational tags)"
 
 # --- 3. a clean Debian 12 root, the package installed ------------------------------------------------
 
