@@ -56,6 +56,11 @@ class HeaderSource {
     virtual std::optional<Head> head() const = 0;
     // Blocks below this number come from the "ancient" store (a label on the served-headers metric).
     virtual uint64_t ancient_items() const noexcept { return 0; }
+    // Changes whenever a canonical header at or below the head may have changed (a reorg, a
+    // repair): a reader that keeps what it read (the server's cache of compressed replies) keeps it
+    // under the generation it read before reading, and never uses it under another. Growing the
+    // head and freezing change nothing. A source whose canonical headers never change keeps 0.
+    virtual uint64_t generation() const noexcept { return 0; }
 
     // Appends canonical header RLP to `out` behind the items it holds, byte for byte as received:
     // from, from+1, ... (ascending) or from, from-1, ... (descending); at most `count` headers,

@@ -369,6 +369,8 @@ uint64_t ChainDb::ancient_items() const noexcept {
     return impl_->ancient_items;
 }
 
+uint64_t ChainDb::generation() const noexcept { return impl_->generation.load(std::memory_order_acquire); }
+
 void ChainDb::set_read_observer(ReadObserver* observer) noexcept { impl_->observer = observer; }
 
 Outcome<void> ChainDb::append(std::span<const NewHeader> headers) {

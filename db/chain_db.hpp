@@ -126,6 +126,8 @@ class ChainDb final : public HeaderSource {
     Outcome<void> set_config(const ChainConfig& config);
     std::optional<Head> head() const override;
     uint64_t ancient_items() const noexcept override;
+    // Raised by a reorg (skeleton_link replacing canonical headers) and by repair_header.
+    uint64_t generation() const noexcept override;
     // Observer of header_range's store reads; nullptr (the default) turns observing off, and with it
     // the clock reads. Set before readers start. REQUIRES: observer outlives this.
     void set_read_observer(ReadObserver* observer) noexcept;

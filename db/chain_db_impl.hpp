@@ -101,6 +101,8 @@ struct ChainDb::Impl {
     // Set while the last LevelDB file scrub found a damaged table: then a scrub walk that reads a
     // marked LevelDB block fine (from the block cache) does not clear its mark.
     std::atomic<bool> leveldb_files_damaged{false};
+    // HeaderSource::generation(): raised after a reorg of the canonical chain and after a repair.
+    std::atomic<uint64_t> generation{0};
     // Whether [lo, hi] holds a damaged block.
     bool range_damaged(uint64_t lo, uint64_t hi) const {
         if (!any_damaged.load(std::memory_order_acquire)) return false;

@@ -249,6 +249,7 @@ Outcome<void> ChainDb::repair_header(uint64_t number, ByteView rlp) {
         }
     }
     impl_->unmark(number);
+    impl_->generation.fetch_add(1, std::memory_order_acq_rel);
     return {};
 }
 

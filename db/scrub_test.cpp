@@ -150,12 +150,15 @@ TEST_F(ScrubTest, FreezerFlipIsNeverServedThenFoundAndRepaired) {
     expect_sound_except({3000});
 
     // A wrong header is refused (it does not hash to what block 3001 names); the true one is taken.
+    const uint64_t generation = db_->generation();
     auto wrong = db_->repair_header(3000, reference_chain().headers[3001]);
     ASSERT_FALSE(wrong);
     EXPECT_NE(wrong.error().message.find("block 3001 names"), std::string::npos) << wrong.error().message;
+    EXPECT_EQ(db_->generation(), generation);  // nothing written
     auto r = db_->repair_header(3000, reference_chain().headers[3000]);
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_TRUE(db_->damaged_blocks().empty());
+    EXPECT_GT(db_->generation(), generation);  // a stored header changed
     expect_sound_except({});
     open(false);
     EXPECT_TRUE(scrub_all().empty());

@@ -298,6 +298,8 @@ Outcome<Head> ChainDb::skeleton_link(const LinkOptions& options) {
         if (!impl_->head) impl_->kv_low = from;
         impl_->head = new_head;
         impl_->skeleton = rest;
+        // What readers kept of the replaced chain is not to be used again.
+        if (reorg) impl_->generation.fetch_add(1, std::memory_order_acq_rel);
         lock.unlock();
         if (options.on_progress) options.on_progress(to - s.tail + 1, total);
         first_batch = false;

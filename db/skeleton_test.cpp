@@ -411,9 +411,11 @@ TEST_F(SkeletonTest, SecondSkeletonLinksOnTopOfTheChainTheFirstOneBuilt) {
     ASSERT_TRUE(point) << point.error().message;
     EXPECT_TRUE(point->linked);
     EXPECT_EQ(point->replaced, 0u);
+    const uint64_t generation = db_->generation();
     auto head = db_->skeleton_link(opts);
     ASSERT_TRUE(head) << head.error().message;
     EXPECT_TRUE(canonical_is_reference(8191));
+    EXPECT_EQ(db_->generation(), generation);  // the chain grew: nothing read before changed
     reopen();
     EXPECT_TRUE(canonical_is_reference(8191));
     EXPECT_TRUE(verify_chain(*db_));
@@ -491,8 +493,11 @@ TEST_F(SkeletonTest, ReorgOfTheUnfrozenTipMakesTheNewChainCanonicalAndKeepsTheOl
 
     LinkOptions opts;
     opts.batch = 50;
+    const uint64_t generation = db_->generation();
     auto head = db_->skeleton_link(opts);
     ASSERT_TRUE(head) << head.error().message;
+    // Canonical headers changed: whatever a reader kept of them is not to be used again.
+    EXPECT_GT(db_->generation(), generation);
     auto check = [&] {
         const std::optional<Head> h = db_->head();
         ASSERT_TRUE(h);

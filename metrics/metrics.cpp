@@ -55,7 +55,17 @@ Families::Families(prometheus::Registry& r)
       chain_head_number(
           build(prometheus::BuildGauge(), "headerd_chain_head_number", "Number of the stored head header.", r)),
       ancient_items(build(prometheus::BuildGauge(), "headerd_ancient_items",
-                          "Headers in the ancient (freezer) store: blocks [0, ancient_items).", r)) {}
+                          "Headers in the ancient (freezer) store: blocks [0, ancient_items).", r)),
+      reply_cache_requests(build(prometheus::BuildCounter(), "headerd_reply_cache_requests_total",
+                                 "GetBlockHeaders requests by number looked up in the cache of compressed "
+                                 "replies, by result (hit, miss).",
+                                 r)),
+      reply_cache_evictions(build(prometheus::BuildCounter(), "headerd_reply_cache_evictions_total",
+                                  "Compressed replies dropped from the cache to make room.", r)),
+      reply_cache_bytes(build(prometheus::BuildGauge(), "headerd_reply_cache_bytes",
+                              "Bytes the cache of compressed replies holds, all workers together.", r)),
+      reply_cache_entries(build(prometheus::BuildGauge(), "headerd_reply_cache_entries",
+                                "Compressed replies the cache holds, all workers together.", r)) {}
 
 // The gauges of Metrics::add_scraped_gauge, read on every Collect().
 class ScrapedGauges : public prometheus::Collectable {

@@ -35,23 +35,27 @@ const Histogram::BucketBoundaries& duration_buckets();
 struct Families {
     explicit Families(prometheus::Registry& registry);
 
-    Family<Gauge>& peers;                // headerd_p2p_peers{direction}
-    Family<Counter>& handshake_errors;   // headerd_p2p_handshake_errors_total{reason}
-    Family<Counter>& ingress_bytes;      // headerd_p2p_ingress_bytes_total{proto,version,code}
-    Family<Counter>& egress_bytes;       // headerd_p2p_egress_bytes_total{proto,version,code}
-    Family<Counter>& ingress_messages;   // headerd_p2p_ingress_messages_total{proto,version,code}
-    Family<Counter>& egress_messages;    // headerd_p2p_egress_messages_total{proto,version,code}
-    Family<Histogram>& serve_seconds;    // headerd_p2p_serve_seconds{proto,version,code}
-    Family<Gauge>& tracked_requests;     // headerd_p2p_tracked_requests{proto,version,code}
-    Family<Histogram>& request_rtt;      // headerd_p2p_request_rtt_seconds{proto,version,code}
-    Family<Counter>& requests_lost;      // headerd_p2p_requests_lost_total
-    Family<Counter>& responses_stale;    // headerd_p2p_responses_stale_total
-    Family<Counter>& tracker_rejected;   // headerd_p2p_tracker_rejected_total{reason}
-    Family<Counter>& headers_served;     // headerd_headers_served_total{store}
-    Family<Counter>& header_requests;    // headerd_header_requests_total{kind}
-    Family<Histogram>& db_read_seconds;  // headerd_db_read_seconds{store}
-    Family<Gauge>& chain_head_number;    // headerd_chain_head_number
-    Family<Gauge>& ancient_items;        // headerd_ancient_items
+    Family<Gauge>& peers;                    // headerd_p2p_peers{direction}
+    Family<Counter>& handshake_errors;       // headerd_p2p_handshake_errors_total{reason}
+    Family<Counter>& ingress_bytes;          // headerd_p2p_ingress_bytes_total{proto,version,code}
+    Family<Counter>& egress_bytes;           // headerd_p2p_egress_bytes_total{proto,version,code}
+    Family<Counter>& ingress_messages;       // headerd_p2p_ingress_messages_total{proto,version,code}
+    Family<Counter>& egress_messages;        // headerd_p2p_egress_messages_total{proto,version,code}
+    Family<Histogram>& serve_seconds;        // headerd_p2p_serve_seconds{proto,version,code}
+    Family<Gauge>& tracked_requests;         // headerd_p2p_tracked_requests{proto,version,code}
+    Family<Histogram>& request_rtt;          // headerd_p2p_request_rtt_seconds{proto,version,code}
+    Family<Counter>& requests_lost;          // headerd_p2p_requests_lost_total
+    Family<Counter>& responses_stale;        // headerd_p2p_responses_stale_total
+    Family<Counter>& tracker_rejected;       // headerd_p2p_tracker_rejected_total{reason}
+    Family<Counter>& headers_served;         // headerd_headers_served_total{store}
+    Family<Counter>& header_requests;        // headerd_header_requests_total{kind}
+    Family<Histogram>& db_read_seconds;      // headerd_db_read_seconds{store}
+    Family<Gauge>& chain_head_number;        // headerd_chain_head_number
+    Family<Gauge>& ancient_items;            // headerd_ancient_items
+    Family<Counter>& reply_cache_requests;   // headerd_reply_cache_requests_total{result}
+    Family<Counter>& reply_cache_evictions;  // headerd_reply_cache_evictions_total
+    Family<Gauge>& reply_cache_bytes;        // headerd_reply_cache_bytes
+    Family<Gauge>& reply_cache_entries;      // headerd_reply_cache_entries
 };
 
 // The registry of one process with headerd's families, the process metrics and

@@ -123,6 +123,10 @@ int cmd_serve(int argc, char** argv) {
           "LevelDB block cache in MiB (recent headers and the hash index); it fills to this size as the node "
           "serves and compacts",
           "32", false},
+         {"reply-cache", "MB",
+          "MiB of compressed header lists each worker keeps for ranges asked again, sent without reading or "
+          "compressing them again (0: off)",
+          "16", false},
          verbosity_option()},
         false,
         ""};
@@ -156,6 +160,11 @@ int cmd_serve(int argc, char** argv) {
     }
     auto scrub_pause = parse_seconds("scrub-pause", args->get_or("scrub-pause", "1"));
     if (!scrub_pause) return fail(scrub_pause.error().message);
+    auto reply_cache_mb = args->get_u64("reply-cache", 16);
+    if (!reply_cache_mb || *reply_cache_mb > (1u << 20)) {
+        return fail(
+            fmt::format("--reply-cache {}: expected MiB per worker, 0 to 1048576", args->get_or("reply-cache", "")));
+    }
     auto cache_mb = args->get_u64("cache", 32);
     if (!cache_mb || *cache_mb == 0 || *cache_mb > (1u << 20))
         return fail(fmt::format("--cache {}: expected MiB from 1 to 1048576", args->get_or("cache", "")));
@@ -244,6 +253,7 @@ int cmd_serve(int argc, char** argv) {
     options.metrics = net_metrics.get();
     options.client_id = kClientId;
     options.reply_delay = std::chrono::microseconds(static_cast<int64_t>(*reply_delay * 1000.0));
+    options.reply_cache_bytes = static_cast<size_t>(*reply_cache_mb) << 20;
     options.inbound = std::move(*inbound);
     options.inbound_metrics = inbound_metrics.get();
     p2p::Server server(control, pool, db, *key, options);

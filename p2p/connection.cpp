@@ -260,10 +260,17 @@ asio::awaitable<void> Connection::write_message(uint64_t id, ByteView payload) {
     co_await write_frame(id, payload, limits_.write);
 }
 
-asio::awaitable<void> Connection::write_frame(uint64_t id, ByteView payload, Clock::duration timeout) {
+asio::awaitable<void> Connection::write_spliced_message(uint64_t id, ByteView prefix, const CompressedBody& body) {
+    assert(snappy_ && "write_spliced_message: snappy is off");
+    co_await write_frame(id, prefix, limits_.write, &body);
+}
+
+asio::awaitable<void> Connection::write_frame(uint64_t id, ByteView payload, Clock::duration timeout,
+                                              const CompressedBody* body) {
     if (broken_) throw PeerError(write_error_kind_, "connection unusable after a failed write: " + write_error_);
     const bool compress = snappy_ && id != kHelloId;
-    auto data = encode_frame_data(id, payload, compress, buffers_->encoded);
+    auto data = body != nullptr ? encode_spliced_frame_data(id, payload, *body, buffers_->encoded)
+                                : encode_frame_data(id, payload, compress, buffers_->encoded);
     if (!data) throw_peer_error(data.error(), "encode");
     Bytes frame = buffers_->frames.take();
     if (auto r = codec_->write_frame(*data, frame); !r) {

@@ -126,6 +126,10 @@ class Connection {
     // the class comment for ordering. Throws PeerError (kWriteTimeout or kNetwork; every call after
     // a failed write throws that failure's kind at once: a partial frame leaves nothing sendable).
     asio::awaitable<void> write_message(uint64_t id, ByteView payload);
+    // write_message of payload `prefix ‖ body` where the body comes compressed already
+    // (p2p/wire/message_codec.hpp, encode_spliced_frame_data): only the prefix is compressed here.
+    // REQUIRES: snappy() (without snappy the caller sends the payload as it is).
+    asio::awaitable<void> write_spliced_message(uint64_t id, ByteView prefix, const CompressedBody& body);
     // Best effort: Disconnect with `reason` within one second (or limits().write if shorter), then
     // close, after up to one more second draining what the peer still sends (so the close is not a
     // reset that could discard the Disconnect). Sends nothing before the RLPx handshake or after a
@@ -163,7 +167,10 @@ class Connection {
     // Waits until the socket has bytes to read; false if `deadline` passed first.
     asio::awaitable<bool> wait_readable(Clock::time_point deadline);
     asio::awaitable<void> write_all(ByteView data, Clock::time_point deadline);
-    asio::awaitable<void> write_frame(uint64_t id, ByteView payload, Clock::duration timeout);
+    // Writes `payload`, or when `body` is set the payload `payload ‖ body` with the body compressed
+    // already.
+    asio::awaitable<void> write_frame(uint64_t id, ByteView payload, Clock::duration timeout,
+                                      const CompressedBody* body = nullptr);
     // After our Disconnect: stop sending and drop the peer's input until it closes or `deadline`.
     asio::awaitable<void> linger(Clock::time_point deadline);
     [[noreturn]] void fail_write(PeerErrorKind kind, const std::string& what);

@@ -131,6 +131,17 @@ NetMetrics::NetMetrics(metrics::Families& f)
         &f.db_read_seconds.Add({{"store", "leveldb"}}, metrics::duration_buckets());
     head_ = &f.chain_head_number.Add({});
     ancient_ = &f.ancient_items.Add({});
+    reply_cache_hits_ = &f.reply_cache_requests.Add({{"result", "hit"}});
+    reply_cache_misses_ = &f.reply_cache_requests.Add({{"result", "miss"}});
+    reply_cache_evictions_ = &f.reply_cache_evictions.Add({});
+    reply_cache_bytes_ = &f.reply_cache_bytes.Add({});
+    reply_cache_entries_ = &f.reply_cache_entries.Add({});
+}
+
+void NetMetrics::reply_cache_changed(int64_t bytes, int64_t entries, uint64_t evicted) const noexcept {
+    reply_cache_bytes_->Increment(static_cast<double>(bytes));
+    reply_cache_entries_->Increment(static_cast<double>(entries));
+    if (evicted > 0) reply_cache_evictions_->Increment(static_cast<double>(evicted));
 }
 
 const MessageMeters* NetMetrics::eth(uint64_t version) const noexcept {

@@ -62,6 +62,9 @@ class NetMetrics final : public ReadObserver {
         return *header_requests_[static_cast<size_t>(k)];
     }
     void set_chain(uint64_t head_number, uint64_t ancient_items) const noexcept;
+    // The cache of compressed replies (p2p/eth/reply_cache.hpp): a lookup's result, and a change.
+    void reply_cache_lookup(bool hit) const noexcept { (hit ? reply_cache_hits_ : reply_cache_misses_)->Increment(); }
+    void reply_cache_changed(int64_t bytes, int64_t entries, uint64_t evicted) const noexcept;
 
     // headerd_db_read_seconds{store}.
     void on_read(Store store, uint64_t headers, std::chrono::steady_clock::duration elapsed) noexcept override;
@@ -79,6 +82,11 @@ class NetMetrics final : public ReadObserver {
     std::array<prometheus::Counter*, kStoreCount> headers_served_{};
     std::array<prometheus::Counter*, 5> header_requests_{};
     std::array<prometheus::Histogram*, kStoreCount> db_read_{};
+    prometheus::Counter* reply_cache_hits_{nullptr};
+    prometheus::Counter* reply_cache_misses_{nullptr};
+    prometheus::Counter* reply_cache_evictions_{nullptr};
+    prometheus::Gauge* reply_cache_bytes_{nullptr};
+    prometheus::Gauge* reply_cache_entries_{nullptr};
     prometheus::Gauge* head_{nullptr};
     prometheus::Gauge* ancient_{nullptr};
 };

@@ -66,6 +66,9 @@ Server::Server(asio::io_context& control, WorkerPool& workers, const HeaderSourc
       acceptor_(control),
       accept_wake_(control, Clock::time_point::max()),
       per_worker_(workers.size()) {
+    if (options_.reply_cache_bytes > 0) {
+        for (auto& w : per_worker_) w.reply_cache = std::make_unique<eth::ReplyCache>(options_.reply_cache_bytes);
+    }
     admission_.on_slot_free([this] { asio::post(control_, [this] { accept_wake_.cancel(); }); });
 }
 
@@ -223,7 +226,9 @@ asio::awaitable<void> Server::serve_session(Worker& worker, Session& session, bo
                       conn.remote_address(), session.link->client_id, session.link->version, worker.index());
         serving = true;
         if (metrics != nullptr) metrics->peers(Direction::kInbound).Increment();
-        co_await serve_peer(conn, *session.link, ServeContext{headers_, metrics, worker, options_.reply_delay});
+        co_await serve_peer(conn, *session.link,
+                            ServeContext{headers_, metrics, worker, options_.reply_delay,
+                                         per_worker_[worker.index()].reply_cache.get()});
     } catch (...) {
         admission_.release(conn.remote_key()->bytes());
         throw;

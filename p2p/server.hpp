@@ -28,6 +28,7 @@
 #include "core/result.hpp"
 #include "p2p/admission.hpp"
 #include "p2p/connection.hpp"
+#include "p2p/eth/reply_cache.hpp"
 #include "p2p/eth/serve.hpp"
 #include "p2p/inbound_limit.hpp"
 #include "p2p/net_metrics.hpp"
@@ -35,6 +36,9 @@
 #include "p2p/worker.hpp"
 
 namespace headerd::p2p {
+
+// serve --reply-cache's default, per worker.
+inline constexpr size_t kDefaultReplyCacheBytes = size_t{16} << 20;
 
 struct ServerOptions {
     tcp::endpoint listen{asio::ip::make_address("127.0.0.1"), 30303};
@@ -54,6 +58,9 @@ struct ServerOptions {
     const NetMetrics* metrics{nullptr};
     // Test option: delay before each GetBlockHeaders is served (ServeContext::reply_delay).
     Clock::duration reply_delay{};
+    // Bytes of compressed header lists each worker keeps for requests that come again
+    // (p2p/eth/reply_cache.hpp); 0 turns the cache off.
+    size_t reply_cache_bytes{kDefaultReplyCacheBytes};
     // Per-address and per-subnet connection limits and the reconnect throttle, checked as each
     // connection is accepted; a refused one is closed before any byte is read.
     InboundLimits inbound{InboundLimits::defaults()};
@@ -90,6 +97,7 @@ class Server {
     // What one worker's sessions share; touched only on that worker's thread.
     struct WorkerSessions {
         std::unordered_map<Connection*, std::shared_ptr<Session>> live;
+        std::unique_ptr<eth::ReplyCache> reply_cache;  // null: off (reply_cache_bytes 0)
     };
 
     asio::awaitable<void> accept_loop();

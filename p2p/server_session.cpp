@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <array>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <optional>
 
 #include "p2p/eth/messages.hpp"
 
@@ -13,6 +16,7 @@ namespace headerd::p2p {
 namespace {
 
 using eth::MessageId;
+using eth::ServeKind;
 
 class Handler {
   public:
@@ -84,9 +88,56 @@ class Handler {
             asio::steady_timer delay(co_await asio::this_coro::executor, context_.reply_delay);
             co_await delay.async_wait(asio::use_awaitable);
         }
+        const uint64_t reply_id = link_.offset + static_cast<uint64_t>(MessageId::kBlockHeaders);
+        const NetMetrics* metrics = context_.metrics;
+        // A range by number asked of the same chain before: its header list goes out as it was
+        // compressed then, behind this request's prefix (docs/wire.md, "Compressed replies kept").
+        std::optional<eth::RangeKey> key;
+        if (context_.reply_cache != nullptr && conn_.snappy()) {
+            key = eth::range_key(*req, context_.headers.limits().max_headers, context_.headers.source());
+        }
+        if (key) {
+            const eth::ReplyCache::Entry* entry = context_.reply_cache->find(*key);
+            if (metrics != nullptr) metrics->reply_cache_lookup(entry != nullptr);
+            Outcome<eth::ServeSummary> summary = eth::ServeSummary{};
+            if (entry == nullptr) {
+                summary = context_.headers.serve(*req, worker.scratch(), worker.reply());
+                // A reply the head cut shorter than the key says (the head moved back within the
+                // read) is sent as it is and not kept.
+                if (summary && summary->headers > 0 && summary->headers <= key->count) {
+                    const Bytes& reply = worker.reply();
+                    const ByteView header_bytes(reply.data() + reply.size() - summary->header_bytes,
+                                                summary->header_bytes);
+                    eth::ReplyCache::Change change;
+                    entry = context_.reply_cache->insert(*key, header_bytes, summary->headers, change);
+                    if (metrics != nullptr) metrics->reply_cache_changed(change.bytes, change.entries, change.evicted);
+                }
+            } else {
+                const ServeKind kind = req->skip == 0 ? ServeKind::kContiguous : ServeKind::kSkip;
+                summary = eth::ServeSummary{
+                    kind, entry->headers, entry->length,
+                    eth::ancient_headers(*key, entry->headers, context_.headers.source().ancient_items())};
+            }
+            if (entry != nullptr) {
+                std::array<uint8_t, eth::kMaxBlockHeadersPrefix> prefix;
+                const size_t n = eth::encode_block_headers_prefix(req->request_id, entry->length, prefix);
+                // The entry is copied into the frame before the write first waits, so another
+                // session's insert cannot pull it away.
+                co_await conn_.write_spliced_message(reply_id, ByteView(prefix.data(), n), entry->body());
+            } else {
+                co_await conn_.write_message(reply_id, worker.reply());
+            }
+            count_served(summary);
+            co_return;
+        }
         // A damaged store still gets an (empty) answer; serve() logs nothing itself, we do below.
         auto summary = context_.headers.serve(*req, worker.scratch(), worker.reply());
-        co_await conn_.write_message(link_.offset + static_cast<uint64_t>(MessageId::kBlockHeaders), worker.reply());
+        co_await conn_.write_message(reply_id, worker.reply());
+        count_served(summary);
+    }
+
+    void count_served(const Outcome<eth::ServeSummary>& summary) {
+        Worker& worker = context_.worker;
         const NetMetrics* metrics = context_.metrics;
         if (metrics != nullptr && summary) {
             metrics->header_requests(summary->kind).Increment();

@@ -9,6 +9,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include "p2p/connection.hpp"
+#include "p2p/eth/reply_cache.hpp"
 #include "p2p/eth/serve.hpp"
 #include "p2p/net_metrics.hpp"
 #include "p2p/peer.hpp"
@@ -25,6 +26,9 @@ struct ServeContext {
     // Test option (serve --reply-delay): each GetBlockHeaders waits this long before it is served,
     // to play a slow peer. The session reads its next message only after answering, as a busy peer.
     Clock::duration reply_delay{};
+    // The worker's cache of compressed replies (p2p/eth/reply_cache.hpp), used with peers that
+    // speak snappy; nullptr: off.
+    eth::ReplyCache* reply_cache{nullptr};
 };
 
 // Serves an established inbound peer until it disconnects or misbehaves: GetBlockHeaders through

@@ -7,7 +7,8 @@
 #      on that epoch (imported, all but the newest 2,048 headers frozen) and B = the ethereumjs
 #      devp2p server of the interop tests (tests/interop/server.js, same headers); headers/s, p99
 #      RTT, and the server's CPU per header from /proc/PID/stat (utime + stime, both servers alike;
-#      for headerd also the --server-metrics figure, to cross-check);
+#      for headerd also the --server-metrics figure, to cross-check); N = A with `serve --reply-cache 0`
+#      (no cache of compressed replies: docs/wire.md, "Compressed replies kept"), the cache's effect;
 #   2. the load generator's efficiency: its own CPU per header received (load_process in the JSON)
 #      against the server's CPU per header served, against headerd, with --chain (A) and without it
 #      (C: every reply's parent links are checked by hashing each header). Steps 1 and 2 run
@@ -170,6 +171,8 @@ run_load() {
     done
     wait "$load_pid" || rc=$?
     t1=$(cpu_ticks "$server_pid")
+    # The server's reply cache figures (headerd only), for the hit rate in the table.
+    if [ -n "$metrics_url" ]; then curl -fsS "$metrics_url" >"$results/$name.metrics" 2>/dev/null || true; fi
     if [ "$rc" != 0 ]; then echo "   (headerd load exited $rc; $results/$name.log)"; fi
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$(awk -v d=$((t1 - t0)) -v t="$clk_tck" 'BEGIN { printf "%.3f", d / t }')" \
         "$rss0" "$srss" "$lrss" "$la" >>"$results/runs.tsv"
@@ -187,7 +190,7 @@ if step 1 || step 2; then
     bench_import "$epoch" "$keep" "$era1"
     configs=()
     if step 1; then
-        configs+=(A)
+        configs+=(A N)
         if [ "$have_node" = 1 ]; then configs+=(B); fi
     fi
     if step 2; then
@@ -202,6 +205,7 @@ if step 1 || step 2; then
     echo
     echo "== 1-2. --profile $profile, $clients clients, $duration s, --eth $eth; ${configs[*]} alternately, $rounds rounds"
     echo "   A: headerd serve --workers $workers, load --chain $era1"
+    echo "   N: as A, serve --reply-cache 0"
     echo "   B: node $js_server --port 0 --out FILE --max-peers 100 --idle 120, load --chain $era1"
     echo "   C: headerd serve --workers $workers, load without --chain"
     if [ -n "$baseline" ]; then echo "   P: as A, the load run by $baseline"; fi
@@ -210,6 +214,7 @@ if step 1 || step 2; then
             echo "-- round $r, $c (load $(load1))"
             case $c in
                 A) start_headerd "$epoch"; run_load "A$r" "${common[@]}" --chain "$era1" ;;
+                N) start_headerd "$epoch" --reply-cache 0; run_load "N$r" "${common[@]}" --chain "$era1" ;;
                 B) start_js; run_load "B$r" "${common[@]}" --chain "$era1" ;;
                 C) start_headerd "$epoch"; run_load "C$r" "${common[@]}" ;;
                 P) start_headerd "$epoch"; load_bin=$baseline run_load "P$r" "${common[@]}" --chain "$era1" ;;
@@ -271,6 +276,17 @@ import json, os, statistics, sys
 
 results, small, large, scale_ok, hold = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1", float(sys.argv[5])
 ramp = sys.argv[6]
+def cache_hit_rate(path):
+    """Hits over lookups of the server's reply cache, from its /metrics after the run; None without."""
+    counts = {}
+    if os.path.exists(path):
+        for line in open(path):
+            if line.startswith("headerd_reply_cache_requests_total{"):
+                result = line.split('result="', 1)[1].split('"', 1)[0]
+                counts[result] = float(line.rsplit(" ", 1)[1])
+    total = counts.get("hit", 0) + counts.get("miss", 0)
+    return counts.get("hit", 0) / total if total else None
+
 runs = {}
 for line in open(os.path.join(results, "runs.tsv")):
     name, cpu, rss0, srss, lrss, la = line.rstrip("\n").split("\t")
@@ -292,6 +308,7 @@ for line in open(os.path.join(results, "runs.tsv")):
         "errors": sum(t["errors"].values()), "failures": r["failures_total"], "verified": r["verified"],
         "connected": r["clients"]["connected_max"], "connect_failures": r["clients"]["connect_failures"],
         "rss0": int(rss0), "srss": int(srss), "lrss": int(lrss), "la": la,
+        "hit": cache_hit_rate(os.path.join(results, name + ".metrics")),
     }
 
 def med(names, key):
@@ -301,24 +318,24 @@ def med(names, key):
 def fmt(x, spec):
     return "-" if x is None or x != x else format(x, spec)
 
-cols = "%-10s %10s %9s %9s %11s %11s %10s %8s %7s %9s %8s %5s"
+cols = "%-10s %10s %9s %9s %11s %11s %10s %8s %7s %9s %8s %5s %6s"
 print(cols % ("run", "headers/s", "p50 ms", "p99 ms", "srv us/h", "metrics", "load us/h", "load/srv",
-              "errors", "connected", "verified", "load"))
+              "errors", "connected", "verified", "load", "hits"))
 for name in runs:
-    if name[0] not in "ABCP":
+    if name[0] not in "ABCNP":
         continue
     x = runs[name]
     print(cols % (name, fmt(x["hps"], ",.0f"), fmt(x["p50"], ".1f"), fmt(x["p99"], ".1f"), fmt(x["srv_us_h"], ".3f"),
                   fmt(x["met_us_h"], ".3f"), fmt(x["load_us_h"], ".3f"),
                   fmt(x["load_us_h"] / x["srv_us_h"] if x["load_us_h"] else None, ".2f"),
-                  x["errors"], x["connected"], x["verified"], x["la"]))
-groups = {c: [n for n in runs if n[0] == c] for c in "ABCP"}
+                  x["errors"], x["connected"], x["verified"], x["la"], fmt(x["hit"], ".3f")))
+groups = {c: [n for n in runs if n[0] == c] for c in "ABCNP"}
 if groups["A"]:
     print()
     print("%-32s %10s %9s %11s %11s %10s %8s" % ("median", "headers/s", "p99 ms", "srv us/h", "metrics us/h", "load us/h", "load/srv"))
     label = {"A": "A headerd serve, --chain", "B": "B ethereumjs server, --chain", "C": "C headerd serve, no --chain",
-             "P": "P as A, baseline's load"}
-    for c in "ABCP":
+             "N": "N as A, --reply-cache 0", "P": "P as A, baseline's load"}
+    for c in "ANBCP":
         g = groups[c]
         if not g:
             continue
@@ -334,6 +351,11 @@ if groups["A"]:
         print("load CPU per header, this build / baseline: %s (medians), %s (median of the rounds' ratios: %s)"
               % (fmt(med(a, "load_us_h") / med(p, "load_us_h"), ".3f"),
                  fmt(statistics.median(pairs) if pairs else None, ".3f"), " ".join("%.3f" % x for x in pairs)))
+    if groups["N"]:
+        a, n = groups["A"], groups["N"]
+        pairs = [runs[k]["srv_us_h"] / runs["A" + k[1:]]["srv_us_h"] for k in n if ("A" + k[1:]) in runs]
+        print("server CPU per header without / with the reply cache: %s (medians), rounds %s"
+              % (fmt(med(n, "srv_us_h") / med(a, "srv_us_h"), ".3f"), " ".join("%.3f" % x for x in pairs)))
     if groups["B"]:
         a, b = groups["A"], groups["B"]
         print("B / A server CPU per header: %.1fx (goal >= 20x); headers/s A / B: %.1fx; p99 B / A: %.1fx"

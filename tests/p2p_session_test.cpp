@@ -34,10 +34,12 @@
 #include "core/uint256.hpp"
 #include "db/chain_db.hpp"
 #include "db/import.hpp"
+#include "metrics/metrics.hpp"
 #include "p2p/client_session.hpp"
 #include "p2p/connection.hpp"
 #include "p2p/eth/messages.hpp"
 #include "p2p/eth/status.hpp"
+#include "p2p/net_metrics.hpp"
 #include "p2p/peer.hpp"
 #include "p2p/server.hpp"
 #include "p2p/wire/base_protocol.hpp"
@@ -79,8 +81,9 @@ std::unique_ptr<db::ChainDb> mainnet_epoch(const std::filesystem::path& dir) {
 // destructor) stops it and joins every thread.
 class LiveServer {
   public:
-    LiveServer(const db::ChainDb& chain, size_t workers) : pool_(workers) {
+    LiveServer(const db::ChainDb& chain, size_t workers, const p2p::NetMetrics* metrics = nullptr) : pool_(workers) {
         p2p::ServerOptions options;
+        options.metrics = metrics;
         options.listen = p2p::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0);
         options.client_id = "headerd/session-test";
         options.limits.handshake = 5s;
@@ -164,6 +167,8 @@ class SessionTest : public ::testing::TestWithParam<size_t> {
     std::vector<std::unique_ptr<rlpx::PrivateKey>> keys_;
     std::vector<std::unique_ptr<p2p::LocalNode>> locals_;
     std::vector<std::shared_ptr<ClientSession>> sessions_;
+    std::unique_ptr<metrics::Metrics> metrics_;  // before live_: the server's metrics outlive it
+    std::unique_ptr<p2p::NetMetrics> net_metrics_;
     std::unique_ptr<LiveServer> live_;
 };
 
@@ -513,6 +518,59 @@ TEST_P(SessionTest, EveryEthVersionIsNegotiatedAndServed) {
         EXPECT_TRUE(testing::are_blocks(back->headers, 7291, 192, -1));
         testing::run_task(client_io_, session->close());
     }
+}
+
+// The cache of compressed replies (p2p/eth/reply_cache.hpp): three sessions ask the same ranges
+// (forward, reverse, skipping, across the freezer boundary at 7192, one cut by the head) three
+// times each with ids of their own: every reply holds exactly its blocks, and the server counts
+// one miss per range and worker, the rest hits.
+TEST_P(SessionTest, RangesAskedAgainAreServedExactlyFromTheReplyCache) {
+    metrics_ = std::make_unique<metrics::Metrics>("test", "test");
+    net_metrics_ = std::make_unique<p2p::NetMetrics>(metrics_->families());
+    live_.reset();
+    live_ = std::make_unique<LiveServer>(*chain_, GetParam(), net_metrics_.get());
+    const std::vector<Query> ranges = {
+        {ask(0, 192), 1},         {ask(7100, 192), 1},          {ask(7291, 192, 0, true), -1},
+        {ask(8100, 192), 1},      {ask(7000, 64, 3), 4},        {ask(7500, 64, 7, true), -8},
+        {ask(1, 1), 1},           {ask(8191, 5, 0, true), -1},  {ask(4000, 1024), 1},
+        {ask(6000, 128, 15), 16}, {ask(191, 192, 0, true), -1}, {ask(7192, 2), 1},
+    };
+    constexpr size_t kSessions = 3;
+    constexpr int kRounds = 3;
+    for (size_t i = 0; i < kSessions; ++i) open();
+    auto good = std::make_shared<size_t>(0);
+    auto done = std::make_shared<size_t>(0);
+    for (size_t s = 0; s < kSessions; ++s) {
+        asio::co_spawn(
+            client_io_,
+            [](std::shared_ptr<ClientSession> session, std::vector<Query> qs, size_t first, std::shared_ptr<size_t> ok,
+               std::shared_ptr<size_t> finished) -> asio::awaitable<void> {
+                for (int round = 0; round < kRounds; ++round) {
+                    for (size_t i = 0; i < qs.size(); ++i) {
+                        const Query& q = qs[(first + i) % qs.size()];
+                        RequestResult r = co_await session->request(q.request);
+                        const uint64_t available =
+                            q.step > 0 ? std::min<uint64_t>(q.request.amount, kBlocks - q.request.origin.number)
+                                       : q.request.amount;
+                        if (r && testing::are_blocks(r->headers, q.request.origin.number, available, q.step)) ++*ok;
+                    }
+                }
+                ++*finished;
+            }(sessions_[s], ranges, s * 5, good, done),
+            asio::detached);
+    }
+    ASSERT_TRUE(testing::run_until(
+        client_io_, [&] { return *done == kSessions; }, 60s));
+    EXPECT_EQ(*good, kSessions * kRounds * ranges.size());
+    auto& requests = metrics_->families().reply_cache_requests;
+    const double misses = requests.Add({{"result", "miss"}}).Value();
+    const double hits = requests.Add({{"result", "hit"}}).Value();
+    const size_t workers_used = std::min(GetParam(), kSessions);
+    EXPECT_EQ(misses, static_cast<double>(ranges.size() * workers_used));
+    EXPECT_EQ(hits + misses, static_cast<double>(kSessions * kRounds * ranges.size()));
+    EXPECT_EQ(metrics_->families().reply_cache_entries.Add({}).Value(), misses);
+    EXPECT_GT(metrics_->families().reply_cache_bytes.Add({}).Value(), 0.0);
+    EXPECT_EQ(metrics_->families().reply_cache_evictions.Add({}).Value(), 0.0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, SessionTest, ::testing::Values(size_t{1}, size_t{2}),

@@ -58,6 +58,9 @@ class HeaderServer {
     // the session may still send.
     Outcome<ServeSummary> serve(const GetBlockHeadersRequest& req, ItemBuffer& scratch, Bytes& reply) const;
 
+    const HeaderSource& source() const noexcept { return source_; }
+    const ServeLimits& limits() const noexcept { return limits_; }
+
   private:
     class Collector;
     Outcome<ServeSummary> serve_impl(const GetBlockHeadersRequest& req, ItemBuffer& scratch, Bytes& reply) const;

@@ -5,6 +5,8 @@
 #include <leveldb/write_batch.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -16,6 +18,8 @@
 #include "core/rlp.hpp"
 #include "db/import.hpp"
 #include "db/schema.hpp"
+#include "p2p/eth/reply_cache.hpp"
+#include "p2p/wire/message_codec.hpp"
 #include "tests/data_dir.hpp"
 
 // Defined in allocation_counter_test.cpp, which replaces the global operator new.
@@ -177,26 +181,35 @@ constexpr uint64_t kOrigins[] = {0, 1, 100, 6500, 7000, 7191, 7192, 7193, 8000, 
 constexpr uint64_t kSkips[] = {0, 1, 7, 15, 16, 100, 5000, kMax - 1, kMax};
 constexpr uint64_t kAmounts[] = {0, 1, 192, 1024, 5000};
 
-TEST_F(ServeTest, NumberOriginsEveryDirectionSkipAndAmount) {
-    uint64_t request_id = 0;
+// Calls fn(origin, skip, amount, reverse) for every combination of the values above, traced.
+template <typename Fn>
+void for_each_number_request(Fn fn) {
     for (uint64_t origin : kOrigins) {
         for (uint64_t skip : kSkips) {
             for (uint64_t amount : kAmounts) {
                 for (bool reverse : {false, true}) {
                     SCOPED_TRACE("origin " + std::to_string(origin) + " skip " + std::to_string(skip) + " amount " +
                                  std::to_string(amount) + (reverse ? " reverse" : ""));
-                    // Request ids cover 0, small, large and 2^64-1.
-                    request_id = request_id * 6364136223846793005u + 1442695040888963407u;
-                    const uint64_t rid = amount == 5000 ? kMax : request_id;
-                    const ServeKind kind = amount == 0 ? ServeKind::kZeroAmount
-                                           : skip == 0 ? ServeKind::kContiguous
-                                                       : ServeKind::kSkip;
-                    check({rid, HashOrNumber::of(origin), amount, skip, reverse},
-                          expected_numbers(origin, amount, skip, reverse), kind);
+                    fn(origin, skip, amount, reverse);
+                    if (::testing::Test::HasFatalFailure()) return;
                 }
             }
         }
     }
+}
+
+TEST_F(ServeTest, NumberOriginsEveryDirectionSkipAndAmount) {
+    uint64_t request_id = 0;
+    for_each_number_request([&](uint64_t origin, uint64_t skip, uint64_t amount, bool reverse) {
+        // Request ids cover 0, small, large and 2^64-1.
+        request_id = request_id * 6364136223846793005u + 1442695040888963407u;
+        const uint64_t rid = amount == 5000 ? kMax : request_id;
+        const ServeKind kind = amount == 0 ? ServeKind::kZeroAmount
+                               : skip == 0 ? ServeKind::kContiguous
+                                           : ServeKind::kSkip;
+        check({rid, HashOrNumber::of(origin), amount, skip, reverse}, expected_numbers(origin, amount, skip, reverse),
+              kind);
+    });
 }
 
 TEST_F(ServeTest, CanonicalHashOriginsServeLikeTheirNumbers) {
@@ -427,6 +440,100 @@ TEST_F(ServeTest, AppendedRangesFollowTheItemsBeforeThem) {
 // A side chain forking off block 7999: blocks 8000', 8001', 8002' (LevelDB range), plus a side
 // header at 100' (freezer range) whose number entry exists but whose body the freezer does not
 // hold. They are written straight into LevelDB with the geth keys, as a reorg would leave them.
+// The cache of compressed replies (reply_cache.hpp): the range a request names is the range serve
+// reads, for every origin, skip, amount and direction the model above covers; a header list kept
+// and sent again behind another request's prefix is that request's reply byte for byte.
+TEST_F(ServeTest, ReplyCacheKeysNameWhatServeReadsAndSplicedRepliesAreExact) {
+    HeaderServer server(*db_);
+    ReplyCache cache(size_t{64} << 20);
+    Bytes frame_buf;
+    Bytes decoded;
+    size_t keyed = 0;
+    for_each_number_request([&](uint64_t origin, uint64_t skip, uint64_t amount, bool reverse) {
+        const GetBlockHeadersRequest req{7, HashOrNumber::of(origin), amount, skip, reverse};
+        const auto numbers = expected_numbers(origin, amount, skip, reverse);
+        const auto key = range_key(req, server.limits().max_headers, *db_);
+        if (!key) {
+            // Nothing to keep: amount 0, past the head, or a step that overflows (whose
+            // only header is the origin: served, never kept).
+            EXPECT_TRUE(numbers.empty() || skip == kMax) << numbers.size();
+            return;
+        }
+        ++keyed;
+        EXPECT_EQ(key->count, numbers.size());
+        EXPECT_EQ(ancient_headers(*key, key->count, kAncient),
+                  static_cast<uint64_t>(std::ranges::count_if(numbers, [](uint64_t n) { return n < kAncient; })));
+        auto served = server.serve(req, scratch_, reply_);
+        ASSERT_TRUE(served) << served.error().message;
+        ASSERT_EQ(served->headers, key->count);
+        const ByteView header_bytes(reply_.data() + reply_.size() - served->header_bytes, served->header_bytes);
+        ReplyCache::Change change;
+        ASSERT_NE(cache.insert(*key, header_bytes, served->headers, change), nullptr);
+        // Asked again, with another request id: the kept list behind the new prefix.
+        const GetBlockHeadersRequest again{kMax - origin, req.origin, amount, skip, reverse};
+        ASSERT_EQ(range_key(again, server.limits().max_headers, *db_), key);
+        const ReplyCache::Entry* entry = cache.find(*key);
+        ASSERT_NE(entry, nullptr);
+        EXPECT_EQ(entry->headers, numbers.size());
+        std::array<uint8_t, kMaxBlockHeadersPrefix> prefix;
+        const size_t n = encode_block_headers_prefix(again.request_id, entry->length, prefix);
+        auto frame = p2p::encode_spliced_frame_data(0x14, ByteView(prefix.data(), n), entry->body(), frame_buf);
+        ASSERT_TRUE(frame);
+        auto message = p2p::decode_frame_data(*frame, true, decoded);
+        ASSERT_TRUE(message) << message.error().message();
+        const Bytes spliced(message->payload.begin(), message->payload.end());
+        expect_reply(spliced, again.request_id, amount, numbers);
+    });
+    EXPECT_GT(keyed, 300u);
+    // A hash origin is never keyed (its number needs a lookup), nor a zero amount.
+    EXPECT_FALSE(range_key({1, HashOrNumber::of(ref().hashes[100]), 10, 0, false}, 1024, *db_));
+    EXPECT_FALSE(range_key({1, HashOrNumber::of(100), 0, 0, false}, 1024, *db_));
+}
+
+// Least recently used out first, within the byte budget; an entry above the whole budget is
+// compressed and returned but not kept; a key of another generation is another range.
+TEST_F(ServeTest, ReplyCacheKeepsTheRecentlyUsedWithinItsBudget) {
+    HeaderServer server(*db_);
+    auto header_bytes = [&](uint64_t from) {
+        auto r = server.serve({1, HashOrNumber::of(from), 192, 0, false}, scratch_, reply_);
+        EXPECT_TRUE(r);
+        return Bytes(reply_.end() - static_cast<std::ptrdiff_t>(r->header_bytes), reply_.end());
+    };
+    const Bytes first = header_bytes(0);
+    ReplyCache::Change change;
+    ReplyCache probe(size_t{64} << 20);
+    probe.insert({0, 192, 1, false, 0}, first, 192, change);
+    const size_t one = static_cast<size_t>(change.bytes);
+    EXPECT_EQ(change.entries, 1);
+    EXPECT_EQ(probe.bytes(), one);
+    EXPECT_LT(one, first.size());  // compressed
+
+    ReplyCache cache(3 * one + one / 2);  // room for three such entries
+    for (uint64_t i = 0; i < 3; ++i) {
+        cache.insert({i * 192, 192, 1, false, 0}, header_bytes(i * 192), 192, change);
+        EXPECT_EQ(change.evicted, 0u);
+    }
+    ASSERT_NE(cache.find({0, 192, 1, false, 0}), nullptr);  // 0 is now the most recent; 192 the least
+    cache.insert({576, 192, 1, false, 0}, header_bytes(576), 192, change);
+    EXPECT_EQ(change.evicted, 1u);
+    EXPECT_EQ(change.entries, 0);
+    EXPECT_EQ(cache.entries(), 3u);
+    EXPECT_LE(cache.bytes(), cache.max_bytes());
+    EXPECT_EQ(cache.find({192, 192, 1, false, 0}), nullptr);
+    EXPECT_NE(cache.find({0, 192, 1, false, 0}), nullptr);
+    EXPECT_NE(cache.find({384, 192, 1, false, 0}), nullptr);
+    EXPECT_EQ(cache.find({0, 192, 1, false, 1}), nullptr);  // the chain changed since
+    EXPECT_EQ(cache.find({0, 191, 1, false, 0}), nullptr);  // the head cut it shorter then
+
+    ReplyCache small(one / 2);
+    const ReplyCache::Entry* kept = small.insert({0, 192, 1, false, 0}, first, 192, change);
+    ASSERT_NE(kept, nullptr);
+    EXPECT_EQ(kept->length, first.size());
+    EXPECT_EQ(change.bytes, 0);
+    EXPECT_EQ(small.entries(), 0u);
+    EXPECT_EQ(small.find({0, 192, 1, false, 0}), nullptr);
+}
+
 class SideChainTest : public ::testing::Test {
   protected:
     static void SetUpTestSuite() {

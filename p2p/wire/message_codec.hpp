@@ -24,6 +24,25 @@ struct Message {
 // above kMaxSendSize.
 Result<ByteView> encode_frame_data(uint64_t id, ByteView payload, bool compress, Bytes& buf);
 
+// A snappy block cut in two (docs/wire.md, "Compressed replies kept"): a block is its uncompressed
+// length (a varint) and then a series of elements, literals and copies, where a copy reaches back
+// only into what the block decoded before it. So the elements of `body` compressed on their own,
+// behind any prefix, still decode to `body`: a reply whose body was compressed once can be sent
+// again behind a new prefix (a request id, a list header) without compressing the body again.
+struct CompressedBody {
+    ByteView elements;  // snappy elements of the body: its compressed block without the length varint
+    size_t length{0};   // the body's uncompressed length
+};
+
+// Compresses `body` into `buf` (resized up when too small, never down) and returns its elements.
+// kSendTooLarge above kMaxSendSize.
+Result<CompressedBody> compress_body(ByteView body, Bytes& buf);
+
+// Writes msg-id ‖ the snappy block of payload `prefix ‖ body` into `buf` (resized up when too small,
+// never down): the length varint, `prefix` as one literal, then the body's elements as they are.
+// kSendTooLarge when the payload is above kMaxSendSize.
+Result<ByteView> encode_spliced_frame_data(uint64_t id, ByteView prefix, const CompressedBody& body, Bytes& buf);
+
 // Splits frame data into id and payload, inflating into `buf` when `compressed` (refusing a
 // declared size above max_size before inflating; an uncompressed payload above max_size is
 // SnappyError::kTooLarge as well). A Disconnect (id 0x01) payload is returned as it arrived:
