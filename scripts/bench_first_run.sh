@@ -22,9 +22,14 @@ command -v debootstrap >/dev/null || { echo "bench_first_run.sh: debootstrap is 
 arch=$(dpkg --print-architecture)
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/headerd
 TARBALL=$CACHE/debootstrap-bookworm-minbase-$arch.tar.gz
-mirror=${HEADERD_DEBIAN_MIRROR:-$(sed -n 's/^deb \(http[^ ]*\) bookworm main.*/\1/p' /etc/apt/sources.list 2>/dev/null | head -n1)}
-if [ -z "$mirror" ]; then
-    mirror=$(sed -n 's/^URIs: *\(http[^ ]*\).*/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
+mirror=${HEADERD_DEBIAN_MIRROR:-}
+if [ -z "$mirror" ] && grep -qx 'ID=debian' /etc/os-release 2>/dev/null; then
+    # The host's own mirror (.list lines, then deb822 .sources), not its security archive.
+    mirror=$({
+        grep -hs '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list |
+            awk '{for (i = 2; i <= NF; i++) if ($i ~ /^https?:\/\//) {print $i; break}}'
+        grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}'
+    } | grep -v security | head -n 1) || true
 fi
 mirror=${mirror:-http://deb.debian.org/debian}
 

@@ -6,15 +6,17 @@
 # It admits up to 200 peers (HEADERD_MAX_PEERS), room for README's `headerd load --clients 64`.
 # HEADERD_DATADIR, HEADERD_LISTEN, HEADERD_METRICS and HEADERD_MAX_PEERS change the defaults.
 # It installs and builds only what serving needs: the headerd binary, without the tests and
-# benchmarks (a fresh ./build is configured without them; one that scripts/test.sh configured keeps
-# them but builds only headerd here).
+# benchmarks (a fresh ./build is configured without them, in unity batches; one that
+# scripts/test.sh configured keeps them but builds only headerd here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh --build-only
 build_dir=${HEADERD_BUILD_DIR:-build}
 only_binary=()
 if [ ! -f "$build_dir/CMakeCache.txt" ]; then
-    only_binary=(-DHEADERD_BUILD_TESTS=OFF -DHEADERD_BUILD_BENCHMARKS=OFF)
+    # A first build compiles everything once: unity batches (cmake/headerd.cmake) save most of it.
+    # scripts/test.sh turns them off again for a developer's incremental builds.
+    only_binary=(-DHEADERD_BUILD_TESTS=OFF -DHEADERD_BUILD_BENCHMARKS=OFF -DHEADERD_UNITY=ON)
 fi
 HEADERD_BUILD_TARGETS=headerd ./scripts/build.sh "${only_binary[@]}"
 datadir=${HEADERD_DATADIR:-datadir}
