@@ -39,7 +39,6 @@ Result<Skeleton> decode_skeleton(ByteView in) {
     if (!list) return list.error();
     if (!in.empty()) return rlp::DecodeError::kTrailingBytes;
     ByteView p = *list;
-    Skeleton s;
     auto head = rlp::decode_uint64(p);
     if (!head) return head.error();
     auto head_hash = rlp::decode_hash(p);
