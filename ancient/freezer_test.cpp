@@ -60,6 +60,17 @@ void expect_blocks(Freezer& f, uint64_t n) {
     }
 }
 
+// Mainnet blocks [0, n) in a freezer at `dir`, its checksum file deleted (as geth writes a freezer).
+void write_without_checksums(const TempDir& dir, size_t n) {
+    {
+        auto f = open_freezer(posix, dir.path());
+        ASSERT_NE(f, nullptr);
+        append_blocks(*f, 0, n);
+        ASSERT_TRUE(f->sync());
+    }
+    ASSERT_TRUE(std::filesystem::remove(dir / kChecksumFile));
+}
+
 uint64_t dir_bytes(const std::string& dir) {
     uint64_t total = 0;
     for (const auto& e : std::filesystem::directory_iterator(dir)) total += e.file_size();
@@ -362,12 +373,7 @@ TEST(FreezerBitRot, RewriteHeaderRepairsInPlace) {
 // writable open computes them, a read-only one reads unchecked and says so.
 TEST(FreezerBitRot, MissingOrShortChecksumFileIsRebuilt) {
     TempDir dir;
-    {
-        auto f = open_freezer(posix, dir.path());
-        append_blocks(*f, 0, 300);
-        ASSERT_TRUE(f->sync());
-    }
-    std::filesystem::remove(dir / "headers.xxh3");
+    ASSERT_NO_FATAL_FAILURE(write_without_checksums(dir, 300));
     {
         auto ro = open_freezer(posix, dir.path(), {kDefaultMaxFileSize, true});
         ASSERT_EQ(ro->repairs().size(), 1u);
@@ -401,12 +407,7 @@ TEST(FreezerBitRot, MissingOrShortChecksumFileIsRebuilt) {
 // last indexed item) is not made either, so the files stay as they were for whoever looks into it.
 TEST(FreezerBitRot, HeaderThatDoesNotDecompressRefusesTheChecksumRebuildAndChangesNoFile) {
     TempDir dir;
-    {
-        auto f = open_freezer(posix, dir.path());
-        append_blocks(*f, 0, 300);
-        ASSERT_TRUE(f->sync());
-    }
-    std::filesystem::remove(dir / "headers.xxh3");
+    ASSERT_NO_FATAL_FAILURE(write_without_checksums(dir, 300));
     const auto [begin, end] = item_span(dir.path(), 250);
     {
         Bytes data = testing::read_file(dir / "headers.0000.cdat");

@@ -22,16 +22,9 @@ command -v debootstrap >/dev/null || { echo "bench_first_run.sh: debootstrap is 
 arch=$(dpkg --print-architecture)
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/headerd
 TARBALL=$CACHE/debootstrap-bookworm-minbase-$arch.tar.gz
-mirror=${HEADERD_DEBIAN_MIRROR:-}
-if [ -z "$mirror" ] && grep -qx 'ID=debian' /etc/os-release 2>/dev/null; then
-    # The host's own mirror (.list lines, then deb822 .sources), not its security archive.
-    mirror=$({
-        grep -hs '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list |
-            awk '{for (i = 2; i <= NF; i++) if ($i ~ /^https?:\/\//) {print $i; break}}'
-        grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}'
-    } | grep -v security | head -n 1) || true
-fi
-mirror=${mirror:-http://deb.debian.org/debian}
+# shellcheck source=lib/debian_mirror.sh
+source "$SRC/scripts/lib/debian_mirror.sh"
+mirror=$(host_debian_mirror)
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/headerd-first-run.XXXXXX")
 R=$WORK/root

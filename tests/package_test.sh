@@ -165,16 +165,9 @@ say "ok: lintian: no error, no warning ($(grep -c '^[IPX]: ' "$WORK/lintian.txt"
 
 # --- 3. a clean Debian 12 root, the package installed ------------------------------------------------
 
-mirror=${HEADERD_DEBIAN_MIRROR:-}
-if [ -z "$mirror" ] && grep -qx 'ID=debian' /etc/os-release 2>/dev/null; then
-    # The host's own mirror (.list lines, then deb822 .sources), not its security archive.
-    mirror=$({
-        grep -hs '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list |
-            awk '{for (i = 2; i <= NF; i++) if ($i ~ /^https?:\/\//) {print $i; break}}'
-        grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}'
-    } | grep -v security | head -n 1) || true
-fi
-mirror=${mirror:-http://deb.debian.org/debian}
+# shellcheck source=../scripts/lib/debian_mirror.sh
+source "$SRC/scripts/lib/debian_mirror.sh"
+mirror=$(host_debian_mirror)
 arch=$(dpkg --print-architecture)
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/headerd
 TARBALL=$CACHE/debootstrap-bookworm-minbase-$arch.tar.gz
