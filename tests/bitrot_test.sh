@@ -137,6 +137,10 @@ expect_fail "repair without a peer" "at least one --peer" "$HEADERD" repair --da
 expect_fail "bad scrub rate" "--scrub-rate" "$HEADERD" serve --datadir "$WORK/e" --scrub-rate fast
 expect_fail "bad scrub pause" "--scrub-pause -1" "$HEADERD" serve --datadir "$WORK/e" --scrub-pause -1
 expect_fail "a cache of 0 MiB" "--cache 0: expected MiB" "$HEADERD" serve --datadir "$WORK/e" --cache 0
+expect_fail "a reply cache past 1 TiB" "--reply-cache 2000000: expected MiB per worker" \
+    "$HEADERD" serve --datadir "$WORK/e" --reply-cache 2000000
+expect_fail "a reply cache that is no number" "--reply-cache lots: expected MiB per worker" \
+    "$HEADERD" serve --datadir "$WORK/e" --reply-cache lots
 expect_fail "repair with no time to ask" "--request-timeout must be a positive" "$HEADERD" repair --datadir "$WORK/e" \
     --peer "$UP1" --request-timeout 0
 "$HEADERD" repair --datadir "$WORK/e" --check-only >"$WORK/check.txt" 2>&1 && fail "--check-only found nothing"

@@ -8,6 +8,7 @@
 
 #include "core/block_header.hpp"
 #include "core/hex.hpp"
+#include "p2p/eth/reply_cache.hpp"
 
 namespace headerd::eth {
 namespace {
@@ -177,13 +178,7 @@ Outcome<ServeSummary> HeaderServer::serve_impl(const GetBlockHeadersRequest& req
         const size_t header_bytes = reply.size() - room;
         place_prefix(reply, room, req.request_id, header_bytes);
         // The range is from, from +/- 1, ...: the frozen ones are those below ancient_items.
-        uint64_t ancient = 0;
-        if (!req.reverse) {
-            ancient = from < ancient_items ? std::min(n, ancient_items - from) : 0;
-        } else if (n > 0) {
-            const uint64_t lowest = from - (n - 1);
-            ancient = lowest < ancient_items ? std::min(n, ancient_items - lowest) : 0;
-        }
+        const uint64_t ancient = ancient_headers(RangeKey{from, n, 1, req.reverse, 0}, n, ancient_items);
         return ServeSummary{ServeKind::kContiguous, n, header_bytes, ancient};
     }
 
