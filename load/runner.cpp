@@ -357,8 +357,12 @@ asio::awaitable<bool> Runner::Impl::learn_head(Client& c) {
     p.step = "head number";
     p.origin_on_chain = true;
     count_request(c);
+    // In flight like any request, so that the end of the run drains it rather than cuts it.
+    in_flight.fetch_add(1);
     auto r = co_await c.session->request(p.request, cfg.timeout.value_or(c.spec->timeout));
+    in_flight.fetch_sub(1);
     if (r) record_reply(c, r->headers, r->rtt);
+    if (!r && closing.load()) co_return false;  // cut by the end of the run: not an error
     if (!r || r->headers.size() != 1) {
         count_error(
             c, r ? "verification" : (r.error().kind == p2p::RequestFailure::Kind::kTimeout ? "timeout" : "closed"));

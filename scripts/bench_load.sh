@@ -41,6 +41,10 @@
 #   HEADERD_LOAD_ROUNDS          rounds of steps 1-2, each A B C (3)
 #   HEADERD_LOAD_PROFILE         profile list of steps 1-3 (mix)
 #   HEADERD_LOAD_ETH             --eth of steps 1-2 (68: the ethereumjs server's default)
+#   HEADERD_LOAD_CHAIN           1: A, N and B load with --chain (verified byte for byte); 0: without
+#                                (the clients follow the head the server announces) (1)
+#   HEADERD_LOAD_CONFIGS         the configurations of steps 1-2 instead of those the steps imply
+#                                (a subset of "A N B C P", e.g. "A N" at 1,000 clients)
 #   HEADERD_LOAD_SERVER_WORKERS  `headerd serve --workers` (1)
 #   HEADERD_LOAD_SCALE_HEADERS   the large generated chain (10000000)
 #   HEADERD_LOAD_SMALL_HEADERS   the small generated chain (100000)
@@ -64,6 +68,8 @@ duration=${HEADERD_LOAD_DURATION:-20}
 rounds=${HEADERD_LOAD_ROUNDS:-3}
 profile=${HEADERD_LOAD_PROFILE:-mix}
 eth=${HEADERD_LOAD_ETH:-68}
+use_chain=${HEADERD_LOAD_CHAIN:-1}
+only_configs=${HEADERD_LOAD_CONFIGS:-}
 workers=${HEADERD_LOAD_SERVER_WORKERS:-1}
 scale_headers=${HEADERD_LOAD_SCALE_HEADERS:-10000000}
 small_headers=${HEADERD_LOAD_SMALL_HEADERS:-100000}
@@ -114,22 +120,24 @@ if [ "$have_node" = 1 ]; then echo "node:    $(node --version)"; fi
 echo "results: $results"
 
 clk_tck=$(getconf CLK_TCK)
-# utime + stime of every thread of PID, in clock ticks (fields 14 and 15 of /proc/PID/stat; the
+# Both servers take every client of steps 1-3 (headerd's default --max-peers is 50).
+max_peers=$((clients + 16 > 100 ? clients + 16 : 100))
+# "utime stime" of every thread of PID, in clock ticks (fields 14 and 15 of /proc/PID/stat; the
 # name in parentheses is cut off first, it may hold spaces).
-cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12, $13 }'; }
 
 # start_headerd DATADIR [serve options]: sets server_pid, enode, metrics_url.
 start_headerd() {
     local datadir=$1
     shift
-    bench_serve "$tmp/serve.$RANDOM.err" "$datadir" --workers "$workers" "$@"
+    bench_serve "$tmp/serve.$RANDOM.err" "$datadir" --workers "$workers" --max-peers "$max_peers" "$@"
 }
 
 # start_js: the ethereumjs server on the bundled epoch; sets server_pid, enode (no metrics).
 start_js() {
     local out=$tmp/js.enode
     rm -f "$out"
-    node "$js_server" --port 0 --out "$out" --max-peers 100 --idle 120 >"$tmp/js.log" 2>&1 &
+    node "$js_server" --port 0 --out "$out" --max-peers "$max_peers" --idle 120 >"$tmp/js.log" 2>&1 &
     server_pid=$!
     for _ in $(seq 300); do
         [ -s "$out" ] && break
@@ -149,7 +157,7 @@ stop_server() {
 # run_load NAME [load options]: one `headerd load` against the running server ($enode, and its
 # /metrics when $metrics_url is set); its JSON and log go to the results directory, and one line
 # to runs.tsv: name, server CPU seconds (/proc), server VmRSS before and at most, load VmRSS at
-# most (KiB), the 1-minute load average at the start.
+# most (KiB), the 1-minute load average at the start, the server's system CPU seconds (of the first).
 run_load() {
     local name=$1 t0 t1 rss0 srss lrss r la load_pid rc=0
     shift
@@ -174,8 +182,11 @@ run_load() {
     # The server's reply cache figures (headerd only), for the hit rate in the table.
     if [ -n "$metrics_url" ]; then curl -fsS "$metrics_url" >"$results/$name.metrics" 2>/dev/null || true; fi
     if [ "$rc" != 0 ]; then echo "   (headerd load exited $rc; $results/$name.log)"; fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$(awk -v d=$((t1 - t0)) -v t="$clk_tck" 'BEGIN { printf "%.3f", d / t }')" \
-        "$rss0" "$srss" "$lrss" "$la" >>"$results/runs.tsv"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" \
+        "$(awk -v a="$t0" -v b="$t1" -v t="$clk_tck" 'BEGIN { split(a, x, " "); split(b, y, " ");
+            printf "%.3f", (y[1] + y[2] - x[1] - x[2]) / t }')" "$rss0" "$srss" "$lrss" "$la" \
+        "$(awk -v a="$t0" -v b="$t1" -v t="$clk_tck" 'BEGIN { split(a, x, " "); split(b, y, " ");
+            printf "%.3f", (y[2] - x[2]) / t }')" >>"$results/runs.tsv"
     echo "   headerd ${args[*]}" | sed "s|$results/|RESULTS/|; s|$enode|ENODE|; s|${metrics_url:-@@}|METRICS_URL|"
     tail -n 2 "$results/$name.log" | sed 's/^/   /'
 }
@@ -201,21 +212,29 @@ if step 1 || step 2; then
             configs+=(P)
         fi
     fi
+    if [ -n "$only_configs" ]; then
+        read -r -a configs <<<"$only_configs"
+        if [ "$have_node" = 0 ]; then
+            read -r -a configs <<<"${only_configs//B/}"
+        fi
+    fi
     common=(--clients "$clients" --duration "$duration" --profile "$profile" --eth "$eth")
+    chain_arg=(--chain "$era1")
+    if [ "$use_chain" = 0 ]; then chain_arg=(); fi
     echo
     echo "== 1-2. --profile $profile, $clients clients, $duration s, --eth $eth; ${configs[*]} alternately, $rounds rounds"
-    echo "   A: headerd serve --workers $workers, load --chain $era1"
+    echo "   A: headerd serve --workers $workers --max-peers $max_peers, load ${chain_arg[*]:-without --chain}"
     echo "   N: as A, serve --reply-cache 0"
-    echo "   B: node $js_server --port 0 --out FILE --max-peers 100 --idle 120, load --chain $era1"
+    echo "   B: node $js_server --port 0 --out FILE --max-peers $max_peers --idle 120, load ${chain_arg[*]:-without --chain}"
     echo "   C: headerd serve --workers $workers, load without --chain"
     if [ -n "$baseline" ]; then echo "   P: as A, the load run by $baseline"; fi
     for ((r = 1; r <= rounds; r++)); do
         for c in "${configs[@]}"; do
             echo "-- round $r, $c (load $(load1))"
             case $c in
-                A) start_headerd "$epoch"; run_load "A$r" "${common[@]}" --chain "$era1" ;;
-                N) start_headerd "$epoch" --reply-cache 0; run_load "N$r" "${common[@]}" --chain "$era1" ;;
-                B) start_js; run_load "B$r" "${common[@]}" --chain "$era1" ;;
+                A) start_headerd "$epoch"; run_load "A$r" "${common[@]}" "${chain_arg[@]}" ;;
+                N) start_headerd "$epoch" --reply-cache 0; run_load "N$r" "${common[@]}" "${chain_arg[@]}" ;;
+                B) start_js; run_load "B$r" "${common[@]}" "${chain_arg[@]}" ;;
                 C) start_headerd "$epoch"; run_load "C$r" "${common[@]}" ;;
                 P) start_headerd "$epoch"; load_bin=$baseline run_load "P$r" "${common[@]}" --chain "$era1" ;;
             esac
@@ -261,7 +280,7 @@ if step 4; then
     fi
     echo
     echo "== 4. $conn_clients clients, --profile probes, ramp $conn_ramp s, held $conn_hold s, --handshakes $conn_handshakes (load $(load1))"
-    start_headerd "$epoch" --max-peers $((conn_clients + 100))
+    max_peers=$((conn_clients + 100)) start_headerd "$epoch"
     echo "   headerd serve --datadir EPOCH --listen 127.0.0.1:0 --metrics 127.0.0.1:0 --workers $workers --max-peers $((conn_clients + 100))"
     run_load conn --clients "$conn_clients" --duration $((conn_ramp + conn_hold + conn_extra)) --ramp "$conn_ramp" \
         --handshakes "$conn_handshakes" --profile probes --chain "$era1"
@@ -289,7 +308,7 @@ def cache_hit_rate(path):
 
 runs = {}
 for line in open(os.path.join(results, "runs.tsv")):
-    name, cpu, rss0, srss, lrss, la = line.rstrip("\n").split("\t")
+    name, cpu, rss0, srss, lrss, la, sys_cpu = line.rstrip("\n").split("\t")
     r = json.load(open(os.path.join(results, name + ".json")))
     t = r["totals"]
     sm = r.get("server_metrics") or {}
@@ -304,6 +323,8 @@ for line in open(os.path.join(results, "runs.tsv")):
         "met_us_h": sm.get("cpu_us_per_header"), "met_us_r": sm.get("cpu_us_per_request"),
         "load_us_h": lp.get("cpu_us_per_header"),
         "cpu": cpu, "headers": t["headers"], "replies": t["replies"],
+        "sys": float(sys_cpu) / cpu if cpu else float("nan"),
+        "sys_us_r": float(sys_cpu) * 1e6 / t["replies"] if t["replies"] else float("nan"),
         "bph": t["bytes"] / t["headers"] if t["headers"] else float("nan"),
         "errors": sum(t["errors"].values()), "failures": r["failures_total"], "verified": r["verified"],
         "connected": r["clients"]["connected_max"], "connect_failures": r["clients"]["connect_failures"],
@@ -318,9 +339,9 @@ def med(names, key):
 def fmt(x, spec):
     return "-" if x is None or x != x else format(x, spec)
 
-cols = "%-10s %10s %9s %9s %11s %11s %10s %8s %7s %9s %8s %5s %6s"
+cols = "%-10s %10s %9s %9s %11s %11s %10s %8s %7s %9s %8s %5s %6s %5s %8s"
 print(cols % ("run", "headers/s", "p50 ms", "p99 ms", "srv us/h", "metrics", "load us/h", "load/srv",
-              "errors", "connected", "verified", "load", "hits"))
+              "errors", "connected", "verified", "load", "hits", "sys", "sys us/r"))
 for name in runs:
     if name[0] not in "ABCNP":
         continue
@@ -328,7 +349,8 @@ for name in runs:
     print(cols % (name, fmt(x["hps"], ",.0f"), fmt(x["p50"], ".1f"), fmt(x["p99"], ".1f"), fmt(x["srv_us_h"], ".3f"),
                   fmt(x["met_us_h"], ".3f"), fmt(x["load_us_h"], ".3f"),
                   fmt(x["load_us_h"] / x["srv_us_h"] if x["load_us_h"] else None, ".2f"),
-                  x["errors"], x["connected"], x["verified"], x["la"], fmt(x["hit"], ".3f")))
+                  x["errors"], x["connected"], x["verified"], x["la"], fmt(x["hit"], ".3f"), fmt(x["sys"], ".2f"),
+                  fmt(x["sys_us_r"], ".1f")))
 groups = {c: [n for n in runs if n[0] == c] for c in "ABCNP"}
 if groups["A"]:
     print()
@@ -356,6 +378,18 @@ if groups["A"]:
         pairs = [runs[k]["srv_us_h"] / runs["A" + k[1:]]["srv_us_h"] for k in n if ("A" + k[1:]) in runs]
         print("server CPU per header without / with the reply cache: %s (medians), rounds %s"
               % (fmt(med(n, "srv_us_h") / med(a, "srv_us_h"), ".3f"), " ".join("%.3f" % x for x in pairs)))
+    # One line of figures per configuration for scripts/bench_load_table.sh (medians, and each
+    # round's B / A and N / A for the spread).
+    summary = {c: {k: med(g, k) for k in ("hps", "p99", "srv_us_h", "sys", "sys_us_r", "hit", "connected", "errors")}
+               for c, g in groups.items() if g}
+    for c, g in groups.items():
+        if g:
+            summary[c]["runs"] = len(g)
+            summary[c]["verified"] = all(runs[n]["verified"] for n in g)
+    for c in "BN":
+        summary[c + "/A rounds"] = [runs[k]["srv_us_h"] / runs["A" + k[1:]]["srv_us_h"] for k in groups[c]
+                                    if ("A" + k[1:]) in runs]
+    json.dump(summary, open(os.path.join(results, "summary.json"), "w"), indent=1, default=str)
     if groups["B"]:
         a, b = groups["A"], groups["B"]
         print("B / A server CPU per header: %.1fx (goal >= 20x); headers/s A / B: %.1fx; p99 B / A: %.1fx"
