@@ -61,6 +61,10 @@ class Era1Category final : public std::error_category {
                 return "snappy: corrupt compressed block";
             case Era1Error::kSnappyBadCrc:
                 return "snappy: checksum mismatch";
+            case Era1Error::kBadBodyRlp:
+                return "decompressed body is not one RLP list";
+            case Era1Error::kBadReceiptsRlp:
+                return "decompressed receipt list is not one RLP list";
         }
         return "unknown era1 error";
     }
@@ -346,7 +350,7 @@ Result<Archive> Archive::parse(ByteView file) noexcept {
             at = r->end;
         }
         if (tuple[3].data.size() != 32) return Era1Error::kBadTotalDifficulty;
-        Entry entry{archive.start_ + i, tuple[0].data, load_le256(tuple[3].data.data())};
+        Entry entry{archive.start_ + i, tuple[0].data, load_le256(tuple[3].data.data()), tuple[1].data, tuple[2].data};
         // TD grows with every proof-of-work block and stays flat after the merge; it never decreases.
         if (i > 0 && entry.total_difficulty < archive.entries_.back().total_difficulty) {
             return Era1Error::kBadTotalDifficulty;
@@ -382,6 +386,30 @@ Result<ByteView> Archive::header(size_t i, Bytes& out) const noexcept {
     if (!number) return Era1Error::kBadHeaderRlp;
     if (*number != entries_[i].number) return Era1Error::kHeaderNumberMismatch;
     return ByteView{out};
+}
+
+namespace {
+
+// Decompresses one block's record and checks it is exactly one RLP list.
+Result<ByteView> one_list(ByteView framed, Bytes& out, Era1Error bad) noexcept {
+    auto decoded = decode_snappy_frames(framed, out);
+    if (!decoded) return decoded.error();
+    ByteView rest{out};
+    auto list = rlp::decode_list(rest);
+    if (!list || !rest.empty()) return bad;
+    return ByteView{out};
+}
+
+}  // namespace
+
+Result<ByteView> Archive::body(size_t i, Bytes& out) const noexcept {
+    if (i >= entries_.size()) return Era1Error::kOutOfRange;
+    return one_list(entries_[i].compressed_body, out, Era1Error::kBadBodyRlp);
+}
+
+Result<ByteView> Archive::receipts(size_t i, Bytes& out) const noexcept {
+    if (i >= entries_.size()) return Era1Error::kOutOfRange;
+    return one_list(entries_[i].compressed_receipts, out, Era1Error::kBadReceiptsRlp);
 }
 
 // ---- accumulator -------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 #pragma once
 
 // Reader of .era1 archives (e2store files holding 8192 pre-merge blocks each), as written by go-ethereum's
-// `geth export-history` and served by the era1 mirrors. headerd only needs headers and total difficulties; bodies and
-// receipts are located (to validate the layout) but never decompressed. Byte layout and checks: docs/era1_format.md.
+// `geth export-history` and served by the era1 mirrors: headers and total difficulties for import, bodies and receipts
+// for serving history (docs/history.md). Byte layout and checks: docs/era1_format.md.
 //
 // core/ does no I/O: the caller maps or reads the file and hands its bytes over as a ByteView. Everything here is
 // noexcept and returns a Result; a malformed archive yields an Era1Error, never a crash or an out-of-bounds read.
@@ -42,6 +42,8 @@ enum class Era1Error {
     kSnappyTooLarge,          // snappy chunk that holds more than 65536 uncompressed bytes
     kSnappyCorrupt,           // snappy block payload that does not decompress
     kSnappyBadCrc,            // masked CRC32C of a chunk's uncompressed data does not match
+    kBadBodyRlp,              // a decompressed body is not exactly one RLP list
+    kBadReceiptsRlp,          // a decompressed receipt list is not exactly one RLP list
 };
 
 const std::error_category& era1_category() noexcept;
@@ -64,6 +66,8 @@ struct Entry {
     uint64_t number{0};
     ByteView compressed_header;  // data of the CompressedHeader record: a snappy framed stream
     U256 total_difficulty;
+    ByteView compressed_body;      // CompressedBody: snappy framed rlp([transactions, uncles])
+    ByteView compressed_receipts;  // CompressedReceipts: snappy framed rlp([receipt, ...]), the consensus form
 };
 
 // A validated view of one archive. Immutable after parse(), so const members may be called from several threads at
@@ -86,6 +90,12 @@ class Archive {
     // view of its RLP, checked to be one list whose number field is start_number() + i. On error `out` holds
     // unspecified bytes.
     Result<ByteView> header(size_t i, Bytes& out) const noexcept;
+
+    // Decompress the body (rlp([transactions, uncles])) or the receipt list of block start_number() + i into `out`
+    // (cleared first) and return a view of it, checked to be exactly one RLP list; its content is checked against the
+    // header by core/block_body.hpp.
+    Result<ByteView> body(size_t i, Bytes& out) const noexcept;
+    Result<ByteView> receipts(size_t i, Bytes& out) const noexcept;
 
     // REQUIRES: i < count().
     const U256& total_difficulty(size_t i) const noexcept { return entries_[i].total_difficulty; }

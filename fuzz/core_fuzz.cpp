@@ -1,6 +1,7 @@
 // libFuzzer target for every core decoder that reads peer or disk bytes. The first input byte picks
-// the decoder so one corpus covers them all; each decoder must return an error, never crash, and a
-// successful header decode must re-encode to the same bytes. One more selector checks the in-place
+// the decoder so one corpus covers them all; each decoder must return an error, never crash, a
+// successful header decode must re-encode to the same bytes, and receipts must survive their
+// eth/69 round trips. One more selector checks the in-place
 // RLP writers against the appending encoders and the decoder.
 
 #include <algorithm>
@@ -8,12 +9,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <vector>
 
+#include "core/block_body.hpp"
 #include "core/block_header.hpp"
 #include "core/chain_config.hpp"
 #include "core/era1.hpp"
 #include "core/forkid.hpp"
 #include "core/rlp.hpp"
+#include "core/trie_root.hpp"
 
 using namespace headerd;
 
@@ -85,7 +89,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size == 0) return 0;
     const uint8_t which = data[0];
     const ByteView in{data + 1, size - 1};
-    switch (which % 7) {
+    switch (which % 9) {
         case 0: {
             (void)rlp::validate(in);
             ByteView v = in;
@@ -129,6 +133,35 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         case 6:
             check_writers(in);
             break;
+        case 7: {
+            // A body and a consensus-form receipt list: roots computed without a crash; a receipt
+            // list that parses survives the eth/69 round trip (the bloom is recomputed, so only
+            // the eth/69 forms must agree).
+            if (auto body = parse_body(in)) {
+                std::vector<ByteView> values;
+                for (ByteView tx : body->transactions) values.push_back(*trie_value(tx));
+                (void)ordered_trie_root(values);
+            }
+            Bytes eth69, back, again;
+            if (parse_receipts(in)) {
+                if (!receipts_to_eth69(in, eth69) || !receipts_from_eth69(eth69, back) ||
+                    !receipts_to_eth69(back, again) || again != eth69) {
+                    std::abort();
+                }
+            }
+            break;
+        }
+        case 8: {
+            // An eth/69 receipt list: what decodes comes back byte for byte.
+            Bytes consensus, eth69;
+            if (receipts_from_eth69(in, consensus)) {
+                if (!receipts_to_eth69(consensus, eth69) ||
+                    !std::equal(eth69.begin(), eth69.end(), in.begin(), in.end())) {
+                    std::abort();
+                }
+            }
+            break;
+        }
     }
     return 0;
 }

@@ -1,7 +1,8 @@
 // Makes the binary seeds of fuzz/corpus/ from the real test data (tests/data): run
 //   build-fuzz/fuzz/make_fuzz_seeds fuzz/corpus
-// after a change of an input format; it rewrites corpus/reply, corpus/freezer and corpus/era1 (the
-// other seeds are small files written by hand). Each seed stays under a few KB.
+// after a change of an input format; it rewrites corpus/reply, corpus/freezer, corpus/era1 and the
+// body and receipt seeds of corpus/core (the other seeds are small files written by hand). Each
+// seed stays under a few KB.
 //
 //  - reply: BlockHeaders replies of real mainnet headers to the verifier (by number, by hash,
 //    reverse, with a skip) and operation streams for the sync fetcher (a good download that joins,
@@ -9,7 +10,8 @@
 //  - freezer: a raw and a compressed "headers" table and a whole freezer holding real headers,
 //    written by the ancient library itself, with data files small enough to roll over;
 //  - era1: archives of the first blocks of the real mainnet era1 file (its own records, a
-//    recomputed accumulator and block index), and its first 4 KiB as they are.
+//    recomputed accumulator and block index), and its first 4 KiB as they are;
+//  - core: a real Sepolia body and receipt list, the latter in both receipt forms.
 
 #include <cstdint>
 #include <cstdio>
@@ -22,6 +24,7 @@
 
 #include "ancient/freezer.hpp"
 #include "ancient/table.hpp"
+#include "core/block_body.hpp"
 #include "core/block_header.hpp"
 #include "core/era1.hpp"
 #include "core/rlp.hpp"
@@ -214,6 +217,31 @@ void era1_seeds(const std::filesystem::path& dir) {
     write(dir / "head_4k", ByteView{file}.first(4096));
 }
 
+// core_fuzz selectors 7 (a body, a consensus-form receipt list) and 8 (an eth/69 receipt list):
+// the first Sepolia block of epoch 21 with two to four transactions, as the archive holds it.
+void history_seeds(const std::filesystem::path& dir) {
+    const Bytes file = read("sepolia-00021-b8814b14.era1");
+    auto archive = era1::Archive::parse(file).value();
+    Bytes body, receipts;
+    for (size_t i = 0; i < archive.count(); ++i) {
+        const ByteView b = archive.body(i, body).value();
+        const auto txs = parse_body(b).value().transactions.size();
+        if (txs < 2 || txs > 4) continue;
+        const ByteView r = archive.receipts(i, receipts).value();
+        Bytes seed{7};
+        append(seed, b);
+        write(dir / "body_sepolia", seed);
+        seed.assign({7});
+        append(seed, r);
+        write(dir / "receipts_sepolia", seed);
+        seed.assign({8});
+        receipts_to_eth69(r, seed).value();
+        write(dir / "receipts69_sepolia", seed);
+        return;
+    }
+    throw std::runtime_error("no Sepolia block with two to four transactions");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -226,6 +254,7 @@ int main(int argc, char** argv) {
         reply_seeds(root / "reply");
         freezer_seeds(root / "freezer");
         era1_seeds(root / "era1");
+        history_seeds(root / "core");
     } catch (const std::exception& e) {
         std::fprintf(stderr, "make_fuzz_seeds: %s\n", e.what());
         return 1;
