@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core/block_body.hpp"
 #include "core/block_header.hpp"
 #include "core/era1.hpp"
 #include "core/hex.hpp"
@@ -218,6 +219,68 @@ Outcome<ImportSummary> import_file(ChainDb& db, const ChainConfig& config, const
     summary.imported = staged.size();
     summary.first = staged.front().number;
     summary.last = staged.back().number;
+    return summary;
+}
+
+Outcome<HistorySummary> import_history(const ChainDb& db, EraStore& store, const std::string& path,
+                                       const ProgressFn& progress) {
+    if (db.config() == nullptr) return make_error(fmt::format("{}: the datadir holds no chain yet", path));
+    auto file = MappedFile::open(path);
+    if (!file) return file.error();
+    auto archive = era1::Archive::parse(file->bytes());
+    if (!archive) return make_error(fmt::format("{}: not a valid era1 archive: {}", path, archive.error().message()));
+    HistorySummary summary;
+    summary.epoch = archive->start_number() / kEpochBlocks;
+    summary.blocks = archive->count();
+    if (archive->start_number() % kEpochBlocks != 0) {
+        return make_error(fmt::format("{}: starts at block {}, not at the first block of an epoch (a multiple of {})",
+                                      path, archive->start_number(), kEpochBlocks));
+    }
+    if (store.epochs().contains(summary.epoch)) {
+        summary.already_held = true;
+        return summary;
+    }
+    Bytes header_rlp, body, receipts;
+    std::vector<Hash32> hashes;
+    hashes.reserve(archive->count());
+    for (size_t i = 0; i < archive->count(); ++i) {
+        const uint64_t number = archive->start_number() + i;
+        auto fail = [&](std::string_view what) {
+            return make_error(fmt::format("{}: block {}: {}", path, number, what));
+        };
+        auto rlp = archive->header(i, header_rlp);
+        if (!rlp) return fail(fmt::format("the header does not decompress: {}", rlp.error().message()));
+        hashes.push_back(header_hash(*rlp));
+        auto stored = db.canonical_hash(number);
+        if (!stored) return fail(stored.error().message);
+        if (!*stored) {
+            return fail(
+                "its header is not in the datadir; import the headers first (`headerd import` without "
+                "--history, or with it: the same command imports them when they follow the head)");
+        }
+        if (**stored != hashes.back()) {
+            return fail(fmt::format("the header's hash {} differs from the datadir's canonical {}",
+                                    to_hex0x(hashes.back()), to_hex0x(**stored)));
+        }
+        auto header = decode_block_header(*rlp);
+        if (!header) return fail(fmt::format("the header does not decode: {}", header.error().message()));
+        auto b = archive->body(i, body);
+        if (!b) return fail(fmt::format("the body does not decompress: {}", b.error().message()));
+        if (auto v = verify_body(*header, *b); !v) return fail(v.error().message());
+        auto r = archive->receipts(i, receipts);
+        if (!r) return fail(fmt::format("the receipt list does not decompress: {}", r.error().message()));
+        if (auto v = verify_receipts(*header, *r); !v) return fail(v.error().message());
+        summary.transactions += parse_body(*b)->transactions.size();
+        summary.receipts += parse_receipts(*r)->size();
+        if (progress && (i + 1) % 1024 == 0) progress("history", i + 1, archive->count());
+    }
+    if (auto v = era1::verify_accumulator(*archive, hashes); !v) {
+        return make_error(fmt::format("{}: {}", path, v.error().message()));
+    }
+    if (auto r = store.add(path, db.config()->name, summary.epoch, archive->accumulator_root(), archive->count()); !r) {
+        return r.error();
+    }
+    if (progress) progress("history", archive->count(), archive->count());
     return summary;
 }
 

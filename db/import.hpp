@@ -10,6 +10,7 @@
 
 #include "core/result.hpp"
 #include "db/chain_db.hpp"
+#include "db/era_store.hpp"
 
 namespace headerd::db {
 
@@ -30,6 +31,23 @@ struct ImportSummary {
 // byte offset or block number, and the reason.
 Outcome<ImportSummary> import_file(ChainDb& db, const ChainConfig& config, const std::string& path,
                                    const ProgressFn& progress = {});
+
+struct HistorySummary {
+    uint64_t epoch{0};
+    uint64_t blocks{0};
+    uint64_t transactions{0};
+    uint64_t receipts{0};
+    bool already_held{false};  // the store held this epoch before; nothing changed
+};
+
+// Adds the bodies and receipts of the .era1 file at `path` to `store`: every block's header must be
+// the datadir's canonical header of its number (import the headers first), its body must match
+// the header's transactions root, ommers hash and (after Shanghai) withdrawals root, its receipt
+// list the receipts root, and the file its own accumulator. Only then is the file put into the
+// store (EraStore::add: linked, not copied, where it can be). A failing file leaves the store as
+// it was; the error names the file, the block and the field.
+Outcome<HistorySummary> import_history(const ChainDb& db, EraStore& store, const std::string& path,
+                                       const ProgressFn& progress = {});
 
 // Writes the deterministic synthetic chain of `count` headers (core/synthetic.hpp) into an empty
 // database, storing its chain config first. Refuses a database that already holds a chain.

@@ -14,6 +14,7 @@
 #include "core/forkid.hpp"
 #include "core/hex.hpp"
 #include "db/chain_db.hpp"
+#include "db/era_store.hpp"
 #include "db/import.hpp"
 #include "disc/enr.hpp"
 #include "node/cli.hpp"
@@ -60,9 +61,15 @@ int cmd_generate(int argc, char** argv) {
 int cmd_import(int argc, char** argv) {
     CommandSpec spec{"import",
                      "import headers from .era1 archives or .rlp files (headers or full blocks)",
-                     "--datadir DIR [--network mainnet | --synthetic N[:SEED]] FILE...",
-                     {datadir_option(), network_option("network of the files; must match the datadir's"),
-                      synthetic_option(), verbosity_option()},
+                     "--datadir DIR [--network mainnet | --synthetic N[:SEED]] [--history] FILE...",
+                     {datadir_option(),
+                      network_option("network of the files; must match the datadir's"),
+                      synthetic_option(),
+                      {"history", "",
+                       "also keep the bodies and receipts of .era1 files, each checked against its header, to serve "
+                       "them (DIR/history; docs/history.md)",
+                       "", false},
+                      verbosity_option()},
                      true,
                      "FILE...  .era1 archives, or .rlp files of concatenated header RLP or block RLP, imported in "
                      "order;\n         the first must start at the genesis or link to the database head"};
@@ -72,6 +79,12 @@ int cmd_import(int argc, char** argv) {
     if (args->positional().empty()) {
         std::fprintf(stderr, "error: import: no files given (see headerd import --help)\n");
         return kExitUsage;
+    }
+    const bool history = args->has("history");
+    if (history) {
+        for (const std::string& file : args->positional()) {
+            if (!file.ends_with(".era1")) return fail(fmt::format("--history: {} is not an .era1 file", file));
+        }
     }
     std::optional<synthetic::Generator> synthetic_network;
     auto network = network_from_args(*args, synthetic_network);
@@ -85,9 +98,17 @@ int cmd_import(int argc, char** argv) {
     if (!chain) return fail(chain.error().message);
     db::ChainDb& db = **chain;
 
+    std::unique_ptr<db::EraStore> store;
+    if (history) {
+        auto opened = db::EraStore::open((std::filesystem::path(datadir) / "history").string());
+        if (!opened) return fail(opened.error().message);
+        store = std::move(*opened);
+    }
+
     int rc = kExitOk;
     for (const std::string& file : args->positional()) {
-        Progress progress(fmt::format("Importing {}", std::filesystem::path(file).filename().string()));
+        const std::string name = std::filesystem::path(file).filename().string();
+        Progress progress(fmt::format("Importing {}", name));
         auto r = db::import_file(db, **network, file, progress_fn(progress));
         if (!r) {
             spdlog::error("{}", r.error().message);
@@ -98,6 +119,18 @@ int cmd_import(int argc, char** argv) {
         spdlog::info("Imported headers                         file={} imported={} skipped={} first={} last={}", file,
                      r->imported, r->skipped, r->first ? std::to_string(*r->first) : "-",
                      r->last ? std::to_string(*r->last) : "-");
+        if (!history) continue;
+        Progress checking(fmt::format("Checking bodies and receipts of {}", name));
+        auto h = db::import_history(db, *store, file, progress_fn(checking));
+        if (!h) {
+            spdlog::error("{}", h.error().message);
+            rc = kExitFailure;
+            break;
+        }
+        checking.finish(h->blocks);
+        spdlog::info(
+            "Imported history                         file={} epoch={} blocks={} transactions={} receipts={}{}", file,
+            h->epoch, h->blocks, h->transactions, h->receipts, h->already_held ? " (already held)" : "");
     }
     if (rc != kExitOk && fresh && !db.head()) {
         // Nothing was imported into a datadir this command created: leave no empty database behind.
