@@ -65,7 +65,12 @@ Families::Families(prometheus::Registry& r)
       reply_cache_bytes(build(prometheus::BuildGauge(), "headerd_reply_cache_bytes",
                               "Bytes the cache of compressed replies holds, all workers together.", r)),
       reply_cache_entries(build(prometheus::BuildGauge(), "headerd_reply_cache_entries",
-                                "Compressed replies the cache holds, all workers together.", r)) {}
+                                "Compressed replies the cache holds, all workers together.", r)),
+      history_items_served(build(prometheus::BuildCounter(), "headerd_history_items_served_total",
+                                 "Block bodies and receipt lists sent, by reply message (BlockBodies, Receipts).", r)),
+      history_bytes_served(build(prometheus::BuildCounter(), "headerd_history_bytes_served_total",
+                                 "Bytes of block bodies and receipt lists sent (before compression), by reply message.",
+                                 r)) {}
 
 // The gauges of Metrics::add_scraped_gauge, read on every Collect().
 class ScrapedGauges : public prometheus::Collectable {

@@ -56,6 +56,8 @@ struct Families {
     Family<Counter>& reply_cache_evictions;  // headerd_reply_cache_evictions_total
     Family<Gauge>& reply_cache_bytes;        // headerd_reply_cache_bytes
     Family<Gauge>& reply_cache_entries;      // headerd_reply_cache_entries
+    Family<Counter>& history_items_served;   // headerd_history_items_served_total{message}
+    Family<Counter>& history_bytes_served;   // headerd_history_bytes_served_total{message}
 };
 
 // The registry of one process with headerd's families, the process metrics and

@@ -22,6 +22,7 @@
 
 #include "core/block_header.hpp"
 #include "core/hex.hpp"
+#include "db/era_store.hpp"
 #include "disc/disc_metrics.hpp"
 #include "metrics/http_server.hpp"
 #include "metrics/metrics.hpp"
@@ -32,6 +33,7 @@
 #include "node/discovery.hpp"
 #include "p2p/client_session.hpp"
 #include "p2p/enode/node_key.hpp"
+#include "p2p/eth/status.hpp"
 #include "p2p/inbound_limit.hpp"
 #include "p2p/net_metrics.hpp"
 #include "p2p/peer.hpp"
@@ -246,7 +248,29 @@ int cmd_serve(int argc, char** argv) {
                                     "Bytes of LevelDB's memtables (writes not yet in a table file).",
                                     [&db] { return std::optional<double>(db.memory_use().memtable_bytes); });
     }
+    // History (docs/history.md): the era1 files `headerd import --history` put in DATADIR/history.
+    std::unique_ptr<db::EraStore> history;
+    if (std::filesystem::exists(std::filesystem::path(datadir) / "history")) {
+        auto opened = db::EraStore::open((std::filesystem::path(datadir) / "history").string());
+        if (!opened) return fail(opened.error().message);
+        if (!(*opened)->epochs().empty()) history = std::move(*opened);
+    }
+    if (history) {
+        const auto range = history->range();
+        const auto head = *db.head();
+        const uint64_t earliest = eth::announced_earliest(head, range);
+        spdlog::info("Serving history                          epochs={} range={}..{} announced={}..{}",
+                     history->epochs().size(), range->first, range->last, earliest, head.number);
+        if (earliest == head.number && range->first != head.number) {
+            spdlog::warn(
+                "The history ends at block {} but the headers reach block {}: eth/69 can announce one range "
+                "up to the head, so only the head is announced (bodies and receipts are still served "
+                "when asked; docs/history.md, \"What is announced\")",
+                range->last, head.number);
+        }
+    }
     p2p::ServerOptions options;
+    options.history = history.get();
     options.listen = *listen;
     options.max_peers = *max_peers;
     options.max_pending = *max_pending;

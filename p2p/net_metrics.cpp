@@ -129,6 +129,10 @@ NetMetrics::NetMetrics(metrics::Families& f)
         &f.db_read_seconds.Add({{"store", "ancient"}}, metrics::duration_buckets());
     db_read_[static_cast<size_t>(Store::kLevelDb)] =
         &f.db_read_seconds.Add({{"store", "leveldb"}}, metrics::duration_buckets());
+    history_items_[0] = &f.history_items_served.Add({{"message", "BlockBodies"}});
+    history_items_[1] = &f.history_items_served.Add({{"message", "Receipts"}});
+    history_bytes_[0] = &f.history_bytes_served.Add({{"message", "BlockBodies"}});
+    history_bytes_[1] = &f.history_bytes_served.Add({{"message", "Receipts"}});
     head_ = &f.chain_head_number.Add({});
     ancient_ = &f.ancient_items.Add({});
     reply_cache_hits_ = &f.reply_cache_requests.Add({{"result", "hit"}});
@@ -168,6 +172,12 @@ void NetMetrics::set_chain(uint64_t head_number, uint64_t ancient_items) const n
 
 void NetMetrics::on_read(Store store, uint64_t, std::chrono::steady_clock::duration elapsed) noexcept {
     db_read_[static_cast<size_t>(store)]->Observe(std::chrono::duration<double>(elapsed).count());
+}
+
+void NetMetrics::history_served(eth::MessageId reply, size_t items, size_t bytes) const noexcept {
+    const size_t i = reply == eth::MessageId::kBlockBodies ? 0 : 1;
+    history_items_[i]->Increment(static_cast<double>(items));
+    history_bytes_[i]->Increment(static_cast<double>(bytes));
 }
 
 }  // namespace headerd::p2p

@@ -65,6 +65,8 @@ class NetMetrics final : public ReadObserver {
     // The cache of compressed replies (p2p/eth/reply_cache.hpp): a lookup's result, and a change.
     void reply_cache_lookup(bool hit) const noexcept { (hit ? reply_cache_hits_ : reply_cache_misses_)->Increment(); }
     void reply_cache_changed(int64_t bytes, int64_t entries, uint64_t evicted) const noexcept;
+    // A BlockBodies or Receipts reply of `items` bodies or receipt lists, `bytes` of them.
+    void history_served(eth::MessageId reply, size_t items, size_t bytes) const noexcept;
 
     // headerd_db_read_seconds{store}.
     void on_read(Store store, uint64_t headers, std::chrono::steady_clock::duration elapsed) noexcept override;
@@ -87,6 +89,9 @@ class NetMetrics final : public ReadObserver {
     prometheus::Counter* reply_cache_evictions_{nullptr};
     prometheus::Gauge* reply_cache_bytes_{nullptr};
     prometheus::Gauge* reply_cache_entries_{nullptr};
+    // [0]: BlockBodies, [1]: Receipts.
+    std::array<prometheus::Counter*, 2> history_items_{};
+    std::array<prometheus::Counter*, 2> history_bytes_{};
     prometheus::Gauge* head_{nullptr};
     prometheus::Gauge* ancient_{nullptr};
 };

@@ -86,7 +86,7 @@ asio::awaitable<EthLink> establish(Connection& conn, const LocalNode& local, Clo
     conn.enable_snappy();
 
     payload.clear();
-    eth::encode_status(link.version, *local.config, local.head, payload);
+    eth::encode_status(link.version, *local.config, local.head, payload, local.earliest);
     co_await conn.write_message(link.offset + static_cast<uint64_t>(eth::MessageId::kStatus), payload);
 
     for (;;) {

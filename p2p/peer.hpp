@@ -27,6 +27,9 @@ struct LocalNode {
     const ChainConfig* config{nullptr};
     // Our head for Status: from the database when serving, the genesis for a client without a chain.
     Head head;
+    // The first block of the full-block range eth/69+ Status announces (eth::announced_earliest);
+    // nullopt: the head (headers only).
+    std::optional<uint64_t> earliest;
     // Message meters for every connection of this node; nullptr: metrics off.
     const NetMetrics* metrics{nullptr};
     // The capabilities our Hello lists; the highest version both sides list is used.

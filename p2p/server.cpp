@@ -107,12 +107,17 @@ void Server::stop() {
     }
 }
 
+std::optional<uint64_t> Server::earliest(const Head& head) const {
+    if (options_.history == nullptr) return std::nullopt;
+    return eth::announced_earliest(head, options_.history->range());
+}
+
 void Server::announce(const Head& head) {
     for (size_t i = 0; i < workers_.size(); ++i) {
         Worker& worker = workers_[i];
         asio::post(worker.io(), [this, &worker, head] {
             Bytes payload;
-            eth::make_block_range_update(head).encode(payload);
+            eth::make_block_range_update(head, earliest(head)).encode(payload);
             for (auto& [conn, session] : per_worker_[worker.index()].live) {
                 if (!session->link || !eth::has_block_range(session->link->version)) continue;
                 const uint64_t id = session->link->offset + static_cast<uint64_t>(eth::MessageId::kBlockRangeUpdate);
@@ -220,15 +225,17 @@ asio::awaitable<void> Server::serve_session(Worker& worker, Session& session, bo
     }
     const NetMetrics* metrics = options_.metrics;
     try {
-        LocalNode local{&key_, options_.client_id, source_.config(), *source_.head(), metrics, options_.offers};
+        const Head head = *source_.head();
+        LocalNode local{&key_, options_.client_id, source_.config(), head, earliest(head), metrics, options_.offers};
         session.link = co_await establish(conn, local, deadline);
         spdlog::debug("Peer connected                           peer={} client=\"{}\" eth={} worker={}",
                       conn.remote_address(), session.link->client_id, session.link->version, worker.index());
         serving = true;
         if (metrics != nullptr) metrics->peers(Direction::kInbound).Increment();
-        co_await serve_peer(conn, *session.link,
-                            ServeContext{headers_, metrics, worker, options_.reply_delay,
-                                         per_worker_[worker.index()].reply_cache.get()});
+        co_await serve_peer(
+            conn, *session.link,
+            ServeContext{headers_, metrics, worker, options_.reply_delay, per_worker_[worker.index()].reply_cache.get(),
+                         options_.history, &options_.history_limits});
     } catch (...) {
         admission_.release(conn.remote_key()->bytes());
         throw;

@@ -28,6 +28,7 @@
 #include "core/result.hpp"
 #include "p2p/admission.hpp"
 #include "p2p/connection.hpp"
+#include "p2p/eth/history.hpp"
 #include "p2p/eth/reply_cache.hpp"
 #include "p2p/eth/serve.hpp"
 #include "p2p/inbound_limit.hpp"
@@ -66,6 +67,10 @@ struct ServerOptions {
     InboundLimits inbound{InboundLimits::defaults()};
     // Counts the refused connections by reason; nullptr: metrics off. REQUIRES: outlives the server.
     const InboundMetrics* inbound_metrics{nullptr};
+    // Bodies and receipts to serve (docs/history.md); nullptr: GetBlockBodies and GetReceipts are
+    // answered empty, and eth/69 announces the head alone. REQUIRES: outlives the server.
+    const HistorySource* history{nullptr};
+    eth::HistoryLimits history_limits;
 };
 
 class Server {
@@ -107,6 +112,8 @@ class Server {
     void spawn(Worker& worker, tcp::socket socket, std::optional<asio::ip::address> counted);
     // Whether the inbound limits let a connection from `remote` in (counted until it closes if so).
     bool admit_inbound(const tcp::endpoint& remote);
+    // The first block of the full-block range announced with `head` (eth/69+).
+    std::optional<uint64_t> earliest(const Head& head) const;
 
     asio::io_context& control_;
     WorkerPool& workers_;

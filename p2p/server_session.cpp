@@ -10,6 +10,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <optional>
 
+#include "p2p/eth/history.hpp"
 #include "p2p/eth/messages.hpp"
 
 namespace headerd::p2p {
@@ -55,7 +56,11 @@ class Handler {
                 co_await serve_headers(payload);
                 break;
             case eth::MessageRole::kEmptyAnsweredRequest:
-                co_await answer_empty(id, payload);
+                if (context_.history != nullptr && eth::is_history_request(id)) {
+                    co_await serve_history(id, payload);
+                } else {
+                    co_await answer_empty(id, payload);
+                }
                 break;
             case eth::MessageRole::kRangeUpdate: {
                 auto update = eth::BlockRangeUpdate::decode(payload);
@@ -154,8 +159,28 @@ class Handler {
         }
     }
 
-    // The correct empty reply of the negotiated version: headerd keeps no bodies, receipts, BALs
-    // or transactions.
+    // GetBlockBodies or GetReceipts from the history (p2p/eth/history.hpp). A damaged block ends
+    // the reply before it; it is logged (at most once per 10 s per worker), never served.
+    asio::awaitable<void> serve_history(MessageId id, ByteView payload) {
+        Worker& worker = context_.worker;
+        worker.scratch().clear();
+        auto served = eth::serve_history(link_.version, id, payload, context_.headers.source(), *context_.history,
+                                         *context_.history_limits, worker.scratch().bytes, worker.reply());
+        worker.scratch().clear();
+        if (!served) throw_peer_error(served.error(), eth::message_name(static_cast<uint64_t>(id)));
+        if (served->damaged) {
+            if (auto v = worker.limiter().allow("damaged history", Clock::now())) {
+                spdlog::error("Serving history failed                   err=\"{}\" suppressed={}",
+                              served->damaged->message, v.suppressed);
+            }
+        }
+        if (context_.metrics != nullptr)
+            context_.metrics->history_served(served->reply, served->items, served->item_bytes);
+        co_await conn_.write_message(link_.offset + static_cast<uint64_t>(served->reply), worker.reply());
+    }
+
+    // The correct empty reply of the negotiated version for what headerd does not keep: BALs,
+    // transactions, cells, and bodies and receipts without history.
     asio::awaitable<void> answer_empty(MessageId id, ByteView payload) {
         Bytes& reply = context_.worker.reply();
         auto reply_id = eth::answer_empty(link_.version, id, payload, reply);

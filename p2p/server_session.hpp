@@ -9,6 +9,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include "p2p/connection.hpp"
+#include "p2p/eth/history.hpp"
 #include "p2p/eth/reply_cache.hpp"
 #include "p2p/eth/serve.hpp"
 #include "p2p/net_metrics.hpp"
@@ -29,10 +30,15 @@ struct ServeContext {
     // The worker's cache of compressed replies (p2p/eth/reply_cache.hpp), used with peers that
     // speak snappy; nullptr: off.
     eth::ReplyCache* reply_cache{nullptr};
+    // Bodies and receipts (p2p/eth/history.hpp) and the limits of their replies; nullptr: the
+    // requests are answered empty.
+    const HistorySource* history{nullptr};
+    const eth::HistoryLimits* history_limits{nullptr};
 };
 
 // Serves an established inbound peer until it disconnects or misbehaves: GetBlockHeaders through
-// `context.headers`, the requests headerd cannot serve answered empty (the reply of the negotiated
+// `context.headers`, GetBlockBodies and GetReceipts through `context.history` when set, the
+// requests headerd cannot serve answered empty (the reply of the negotiated
 // version), Ping/Pong, gossip ignored, anything else a protocol breach. Pings a peer silent for one
 // idle period and drops it (kSilent) after two. Each request's service time (read to reply
 // written) and how it was served go to context.metrics unless it is null. Throws PeerError on the

@@ -221,6 +221,8 @@ headerd_reply_cache_requests_total counter
 headerd_reply_cache_evictions_total counter
 headerd_reply_cache_bytes gauge
 headerd_reply_cache_entries gauge
+headerd_history_items_served_total counter
+headerd_history_bytes_served_total counter
 headerd_chain_head_number gauge
 headerd_ancient_items gauge
 headerd_db_block_cache_bytes gauge

@@ -88,6 +88,15 @@ class Fields {
         std::copy(s->begin(), s->end(), b.begin());
         return b;
     }
+    // A list of 32-byte strings; returns its payload (33 bytes per hash: a0 and the hash).
+    Result<ByteView> hash_list() noexcept {
+        auto list = this->list();
+        if (!list) return list.error();
+        for (ByteView rest = *list; !rest.empty();) {
+            if (auto hash = rlp::decode_hash(rest); !hash) return hash.error();
+        }
+        return *list;
+    }
     // A list of 32-byte strings; returns how many.
     Result<size_t> hash_count() noexcept {
         auto list = this->list();
@@ -484,8 +493,9 @@ Result<HashListRequest> HashListRequest::decode(ByteView payload) noexcept {
     if (!items) return items.error();
     HashListRequest r;
     Fields f{*items};
-    f.into(r.request_id, &Fields::u64).into(r.count, &Fields::hash_count);
+    f.into(r.request_id, &Fields::u64).into(r.hashes, &Fields::hash_list);
     if (auto d = f.finish(); !d) return d.error();
+    r.count = r.hashes.size() / kHashItemSize;
     return r;
 }
 
@@ -496,8 +506,9 @@ Result<GetReceiptsRequest70> GetReceiptsRequest70::decode(ByteView payload) noex
     Fields f{*items};
     f.into(r.request_id, &Fields::u64)
         .into(r.first_block_receipt_index, &Fields::u64)
-        .into(r.count, &Fields::hash_count);
+        .into(r.hashes, &Fields::hash_list);
     if (auto d = f.finish(); !d) return d.error();
+    r.count = r.hashes.size() / kHashItemSize;
     return r;
 }
 

@@ -6,6 +6,7 @@
 // capability). role_of() is the one classification of incoming messages, answer_empty() the one
 // answer to every request headerd cannot serve. Layouts, limits and test vectors: docs/wire.md.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -203,19 +204,27 @@ struct ResponseHead {
 
 // ---- requests answered empty --------------------------------------------------------------------
 
-// headerd keeps no bodies, receipts, transactions, access lists or blobs. The decoders below read
-// such requests strictly anyway (a malformed request is a protocol breach like any other), but keep
-// only what the empty reply needs: the request id and the count of hashes, each checked to be a
-// 32-byte string.
+// headerd keeps no transactions, access lists or blobs, and bodies and receipts only when it holds
+// history (p2p/eth/history.hpp serves them then). The decoders below read every such request
+// strictly (a malformed request is a protocol breach like any other): the request id and the
+// hashes, each checked to be a 32-byte string and kept as a view.
 
 // GetBlockBodies (0x05), GetPooledTransactions (0x09), GetBlockAccessLists (0x12, eth/71+) and
-// eth/68-69 GetReceipts (0x0f): [request id, [hash...]]. Sessions should call answer_empty(), which
-// picks the layout by version; direct use is superseded.
+// eth/68-69 GetReceipts (0x0f): [request id, [hash...]]. Sessions answering empty call
+// answer_empty(), which picks the layout by version.
 struct HashListRequest {
     uint64_t request_id{0};
     size_t count{0};
+    ByteView hashes;  // the hash list's payload: hash i is hash_at(hashes, i)
     static Result<HashListRequest> decode(ByteView payload) noexcept;
 };
+// Each hash of a decoded hash list is a 33-byte item: a0 and the 32 bytes.
+inline constexpr size_t kHashItemSize = 33;
+inline Hash32 hash_at(ByteView hashes, size_t i) noexcept {
+    Hash32 h;
+    std::copy_n(hashes.data() + i * kHashItemSize + 1, 32, h.begin());
+    return h;
+}
 
 // eth/70+ GetReceipts (0x0f): [request id, firstBlockReceiptIndex, [block hash...]].
 struct GetReceiptsRequest70 {
@@ -223,6 +232,7 @@ struct GetReceiptsRequest70 {
     uint64_t request_id{0};
     uint64_t first_block_receipt_index{0};
     size_t count{0};
+    ByteView hashes;  // as HashListRequest::hashes
     static Result<GetReceiptsRequest70> decode(ByteView payload) noexcept;
 };
 

@@ -1,5 +1,6 @@
 #include "p2p/eth/status.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -81,25 +82,31 @@ StatusMessage68 make_status68(const ChainConfig& config, const Head& head) {
     return s;
 }
 
-StatusMessage69 make_status69(const ChainConfig& config, const Head& head) {
+uint64_t announced_earliest(const Head& head, std::optional<BlockRange> history) noexcept {
+    if (history && history->first <= head.number && history->last >= head.number) return history->first;
+    return head.number;
+}
+
+StatusMessage69 make_status69(const ChainConfig& config, const Head& head, std::optional<uint64_t> earliest) {
     StatusMessage69 s;
     s.network_id = config.network_id;
     s.genesis_hash = config.genesis_hash;
     s.fork_id = compute_fork_id(config, head.number, head.timestamp);
-    s.earliest = head.number;
+    s.earliest = std::min(earliest.value_or(head.number), head.number);
     s.latest = head.number;
     s.latest_hash = head.hash;
     return s;
 }
 
-void encode_status(uint64_t version, const ChainConfig& config, const Head& head, Bytes& out) {
+void encode_status(uint64_t version, const ChainConfig& config, const Head& head, Bytes& out,
+                   std::optional<uint64_t> earliest) {
     if (!has_block_range(version)) {
         StatusMessage68 s = make_status68(config, head);
         s.version = static_cast<uint32_t>(version);
         s.encode(out);
         return;
     }
-    StatusMessage69 s = make_status69(config, head);
+    StatusMessage69 s = make_status69(config, head, earliest);
     s.version = static_cast<uint32_t>(version);
     s.encode(out);
 }
@@ -119,7 +126,9 @@ StatusCheck check_status(uint64_t version, ByteView payload, const ChainConfig& 
     return validate_status(*s, config, head_number, head_time, version);
 }
 
-BlockRangeUpdate make_block_range_update(const Head& head) { return {head.number, head.number, head.hash}; }
+BlockRangeUpdate make_block_range_update(const Head& head, std::optional<uint64_t> earliest) {
+    return {std::min(earliest.value_or(head.number), head.number), head.number, head.hash};
+}
 
 StatusCheck validate_status(const StatusMessage68& remote, const ChainConfig& config, uint64_t head_number,
                             uint64_t head_time, uint64_t negotiated_version) {

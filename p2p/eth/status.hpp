@@ -9,6 +9,7 @@
 // advertise.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <type_traits>
@@ -17,6 +18,7 @@
 
 #include "core/chain_config.hpp"
 #include "core/header_source.hpp"
+#include "core/history_source.hpp"
 #include "p2p/eth/messages.hpp"
 #include "p2p/wire/base_protocol.hpp"
 
@@ -43,7 +45,9 @@ using StatusCheck = boost::system::result<void, StatusRejection>;
 
 // Appends our Status for the negotiated `version` to `out`: the eth/68 layout for 68, the eth/69
 // layout carrying `version` for 69 and later.
-void encode_status(uint64_t version, const ChainConfig& config, const Head& head, Bytes& out);
+// `earliest`: the first block of the full-block range eth/69+ announces (announced_earliest()).
+void encode_status(uint64_t version, const ChainConfig& config, const Head& head, Bytes& out,
+                   std::optional<uint64_t> earliest = std::nullopt);
 
 // Decodes the peer's Status in the layout of the negotiated `version` and checks it against our
 // chain (validate_status). A decode failure is a rejection with the decode error as code and
@@ -54,11 +58,18 @@ StatusCheck check_status(uint64_t version, ByteView payload, const ChainConfig& 
 // Our Status for eth/68: total difficulty and hash of the head, forkid at the head. (Sessions:
 // superseded by encode_status.)
 StatusMessage68 make_status68(const ChainConfig& config, const Head& head);
-// Our Status for eth/69 (version 69; encode_status sets later versions). headerd serves headers
-// only, so the full-block range it advertises is the honest minimum: earliest = latest = head.
-StatusMessage69 make_status69(const ChainConfig& config, const Head& head);
+// The first block of the full-block range (bodies and receipts) a node with headers up to `head`
+// and history `history` announces: eth/69 has one range, [earliest, head], and every block in it
+// must be served whole. So earliest is the first block of the history when the history reaches
+// the head, and the head itself otherwise (a headers-only peer: the honest minimum, as geth's
+// rule for a node whose bodies stop below its head). docs/history.md, "What is announced".
+uint64_t announced_earliest(const Head& head, std::optional<BlockRange> history) noexcept;
+// Our Status for eth/69 (version 69; encode_status sets later versions): the range
+// [earliest, head] (earliest defaults to the head: a headers-only peer).
+StatusMessage69 make_status69(const ChainConfig& config, const Head& head,
+                              std::optional<uint64_t> earliest = std::nullopt);
 // The range update sent whenever the head changes (eth/69+), same range as make_status69.
-BlockRangeUpdate make_block_range_update(const Head& head);
+BlockRangeUpdate make_block_range_update(const Head& head, std::optional<uint64_t> earliest = std::nullopt);
 
 // Checks a remote Status against our chain and the version negotiated in Hello. Order as geth:
 // network id, version, genesis, forkid (against our head number and time), then for eth/69+ the

@@ -89,6 +89,27 @@ TEST(MakeStatus, Eth69AdvertisesHeadOnlyRange) {
     EXPECT_TRUE(u.validate());
 }
 
+TEST(MakeStatus, Eth69AnnouncesTheHistoryOnlyWhenItReachesTheHead) {
+    const Head head{8191, kHeadHash, U256(1), 1438300000};
+    // No history, or history that stops below the head: the head alone.
+    EXPECT_EQ(announced_earliest(head, std::nullopt), 8191u);
+    EXPECT_EQ(announced_earliest(head, BlockRange{0, 8190}), 8191u);
+    EXPECT_EQ(announced_earliest(head, BlockRange{8192, 16383}), 8191u);
+    // History through the head: from its first block.
+    EXPECT_EQ(announced_earliest(head, BlockRange{0, 8191}), 0u);
+    EXPECT_EQ(announced_earliest(head, BlockRange{0, 16383}), 0u);
+    const StatusMessage69 s = make_status69(mainnet_config(), head, 0);
+    EXPECT_EQ(s.earliest, 0u);
+    EXPECT_EQ(s.latest, 8191u);
+    EXPECT_TRUE(validate_status(s, mainnet_config(), 8191, 1438300000, 69));
+    EXPECT_EQ(make_block_range_update(head, 0), (BlockRangeUpdate{0, 8191, kHeadHash}));
+    // An earliest above the head is never sent.
+    EXPECT_EQ(make_status69(mainnet_config(), head, 9000).earliest, 8191u);
+    Bytes out;
+    encode_status(69, mainnet_config(), head, out, 0);
+    EXPECT_EQ(*StatusMessage69::decode(out), s);
+}
+
 TEST(ValidateStatus, AcceptsMatchingPeersOnEitherSideOfOurForks) {
     EXPECT_TRUE(validate_status(good69(), mainnet_config(), kTipNumber, kTipTime, 69));
     EXPECT_TRUE(validate_status(good68(), mainnet_config(), kTipNumber, kTipTime, 68));

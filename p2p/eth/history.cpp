@@ -1,0 +1,132 @@
+#include "p2p/eth/history.hpp"
+
+#include <fmt/format.h>
+
+#include "core/block_body.hpp"
+#include "core/rlp.hpp"
+
+namespace headerd::eth {
+
+namespace {
+
+// eth/70: the receipt list of one block in the eth/69 form, from receipt `first` on, at most
+// `room` bytes with its list header. Returns false when not even the first receipt fits (nothing
+// appended); sets `cut` when a later one does not.
+Result<bool> append_partial_receipts(ByteView stored, uint64_t first, size_t room, Bytes& out, bool& cut,
+                                     Bytes& receipt) {
+    auto list = parse_receipts(stored);
+    if (!list) return {boost::system::in_place_error, list.error()};
+    Bytes payload;
+    for (size_t i = first; i < list->size(); ++i) {
+        receipt.clear();
+        if (auto r = receipt_to_eth69((*list)[i], receipt); !r) return {boost::system::in_place_error, r.error()};
+        if (rlp::length_of_list(payload.size() + receipt.size()) > room) {
+            if (i == first) return false;
+            cut = true;
+            break;
+        }
+        append(payload, receipt);
+    }
+    rlp::encode_header(out, {true, payload.size()});
+    append(out, payload);
+    return true;
+}
+
+}  // namespace
+
+Result<HistoryServed> serve_history(uint64_t version, MessageId request, ByteView payload, const HeaderSource& headers,
+                                    const HistorySource& history, const HistoryLimits& limits, Bytes& scratch,
+                                    Bytes& out) {
+    if (!is_history_request(request)) return MessageError::kWrongMessage;
+    const bool bodies = request == MessageId::kGetBlockBodies;
+    const bool partial = !bodies && version >= kEth70;
+    uint64_t request_id = 0;
+    uint64_t first_index = 0;
+    ByteView hashes;
+    if (partial) {
+        auto r = GetReceiptsRequest70::decode(payload);
+        if (!r) return r.error();
+        request_id = r->request_id;
+        first_index = r->first_block_receipt_index;
+        hashes = r->hashes;
+    } else {
+        auto r = HashListRequest::decode(payload);
+        if (!r) return r.error();
+        request_id = r->request_id;
+        hashes = r->hashes;
+    }
+
+    HistoryServed served;
+    served.reply = bodies ? MessageId::kBlockBodies : MessageId::kReceipts;
+    scratch.clear();
+    thread_local Bytes stored;
+    thread_local Bytes receipt;
+    const size_t count = hashes.size() / kHashItemSize;
+    for (size_t i = 0; i < count; ++i) {
+        if (scratch.size() >= limits.soft_response_bytes || served.items >= limits.max_items) break;
+        if (!partial && i >= limits.max_lookups) break;
+        const Hash32 hash = hash_at(hashes, i);
+        auto number = headers.number_by_hash(hash);
+        if (!number) {
+            served.damaged = number.error();
+            break;
+        }
+        if (!*number) break;  // unknown: the reply ends here, as geth's
+        auto canonical = headers.canonical_hash(**number);
+        if (!canonical) {
+            served.damaged = canonical.error();
+            break;
+        }
+        if (!*canonical || **canonical != hash) break;  // a side-chain block: its body is not kept
+
+        Outcome<bool> got = false;
+        if (bodies) {
+            got = history.append_body(**number, scratch);
+        } else if (version < kEth69) {
+            got = history.append_receipts(**number, scratch);  // stored in the eth/68 form
+        } else {
+            stored.clear();
+            got = history.append_receipts(**number, stored);
+            if (got && *got) {
+                if (!partial) {
+                    if (auto r = receipts_to_eth69(stored, scratch); !r) {
+                        got = corrupt_error(fmt::format("block {}: stored receipts: {}", **number, r.error().message()),
+                                            **number);
+                    }
+                } else {
+                    const size_t room = limits.max_packet_bytes - std::min(limits.max_packet_bytes, scratch.size());
+                    auto fit = append_partial_receipts(stored, i == 0 ? first_index : 0, room, scratch,
+                                                       served.incomplete, receipt);
+                    if (!fit) {
+                        got = corrupt_error(
+                            fmt::format("block {}: stored receipts: {}", **number, fit.error().message()), **number);
+                    } else if (!*fit) {
+                        break;  // not even its first receipt fits: the reply ends before this block
+                    }
+                }
+            }
+        }
+        if (!got) {
+            served.damaged = got.error();
+            break;
+        }
+        if (!*got) break;  // not held
+        ++served.items;
+        if (served.incomplete) break;
+    }
+    served.item_bytes = scratch.size();
+
+    Bytes head;
+    rlp::encode(head, request_id);
+    if (partial) head.push_back(served.incomplete ? 0x01 : 0x80);
+    const size_t list_length = rlp::length_of_list(scratch.size());
+    out.clear();
+    out.reserve(rlp::length_of_list(head.size() + list_length));
+    rlp::encode_header(out, {true, head.size() + list_length});
+    append(out, head);
+    rlp::encode_header(out, {true, scratch.size()});
+    append(out, scratch);
+    return served;
+}
+
+}  // namespace headerd::eth
