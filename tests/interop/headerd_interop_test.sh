@@ -4,15 +4,18 @@
 #          0..7191 frozen into ancient/ and 7192..8191 in LevelDB; eth/68, eth/69 and both offered.
 #   get:   headerd get -> server.js (ethereumjs), eth/68 and eth/69; every expected header hash
 #          must appear, in order, in get's output, and server.js must have seen the exact request.
+#   history: history_client.js (ethereumjs) -> headerd serve on a datadir imported with --history:
+#          every body and receipt list of blocks 0..8191, eth/68 and eth/69, checked against the
+#          header roots by @ethereumjs/block and @ethereumjs/mpt; `import --history` refusals.
 #
-# Usage: headerd_interop_test.sh HEADERD [serve|get|all]        (default all)
+# Usage: headerd_interop_test.sh HEADERD [serve|get|history|all]        (default all)
 # Needs node >= 20 and `npm ci` run in tests/interop; exits 77 (CTest SKIP_RETURN_CODE) if not.
 set -euo pipefail
-HEADERD=${1:?usage: $0 HEADERD [serve|get|all]}
+HEADERD=${1:?usage: $0 HEADERD [serve|get|history|all]}
 MODE=${2:-all}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 DATA=$(cd "$HERE/../data" && pwd)
-case $MODE in serve | get | all) ;; *) echo "usage: $0 HEADERD [serve|get|all]" >&2; exit 2 ;; esac
+case $MODE in serve | get | history | all) ;; *) echo "usage: $0 HEADERD [serve|get|history|all]" >&2; exit 2 ;; esac
 
 if ! command -v node >/dev/null || [[ ! -d $HERE/node_modules/@ethereumjs/devp2p ]]; then
     echo "SKIP: node or $HERE/node_modules missing (run: cd $HERE && npm ci)" >&2
@@ -149,6 +152,32 @@ test_get() {
     done
 }
 
-[[ $MODE == get ]] || test_serve
-[[ $MODE == serve ]] || test_get
+test_history() {
+    local d=$WORK/history-datadir eth out rc
+    # Refusals first: nothing may be left behind by them.
+    rc=0
+    out=$("$HEADERD" import --datadir "$d" --history "$DATA/mainnet-headers-0-8191.rlp" 2>&1) || rc=$?
+    [[ $rc -ne 0 && $out == *"is not an .era1 file"* ]] || { echo "$out" >&2; fail "import --history of an .rlp file: exit $rc"; }
+    [[ ! -e $d/history ]] || fail "a refused import --history left $d/history behind"
+    timeout 300 "$HEADERD" import --datadir "$d" --history "$DATA/mainnet-00000-5ec1ffb8.era1" >"$WORK/import.log" 2>&1 ||
+        { cat "$WORK/import.log" >&2; fail "import --history"; }
+    grep -q 'Imported history.*epoch=0 blocks=8192' "$WORK/import.log" || { cat "$WORK/import.log" >&2; fail "no history summary"; }
+    [[ -f $d/history/mainnet-00000-5ec1ffb8.era1 ]] || fail "the epoch is not in $d/history under its name"
+    timeout 300 "$HEADERD" freeze --datadir "$d" --keep 1000 >/dev/null
+    "$HEADERD" serve --datadir "$d" --listen "127.0.0.1:0" >"$WORK/serve-history.log" 2>&1 &
+    BG_PID=$!
+    wait_for_file "$d/enode" "$WORK/serve-history.log" 20
+    grep -q 'Serving history.*range=0..8191 announced=0..8191' "$WORK/serve-history.log" ||
+        { cat "$WORK/serve-history.log" >&2; fail "serve did not say it serves history 0..8191"; }
+    for eth in 68 69; do
+        echo "== history_client.js --eth $eth -> headerd serve (history)"
+        node "$HERE/history_client.js" "$(cat "$d/enode")" --eth "$eth" --timeout 120 ||
+            { cat "$WORK/serve-history.log" >&2; fail "history_client.js --eth $eth"; }
+    done
+    stop_bg
+}
+
+[[ $MODE == get || $MODE == history ]] || test_serve
+[[ $MODE == serve || $MODE == history ]] || test_get
+[[ $MODE == serve || $MODE == get ]] || test_history
 echo "headerd interop ($MODE): all passed"
