@@ -33,6 +33,11 @@ constexpr Hash32 kMainnetGenesisHash = {
     0x45, 0xa1, 0x18, 0xd0, 0x90, 0x6a, 0x34, 0xe6, 0x9a, 0xec, 0x8c, 0x0d, 0xb1, 0xcb, 0x8f, 0xa3,
 };
 
+constexpr Hash32 kSepoliaGenesisHash = {
+    0x25, 0xa5, 0xcc, 0x10, 0x6e, 0xea, 0x71, 0x38, 0xac, 0xab, 0x33, 0x23, 0x1d, 0x71, 0x60, 0xd6,
+    0x9c, 0xb7, 0x77, 0xee, 0x0c, 0x2c, 0x55, 0x3f, 0xcd, 0xdf, 0x51, 0x38, 0x99, 0x3e, 0x6d, 0xd9,
+};
+
 uint64_t saturating_add(uint64_t a, uint64_t b) noexcept {
     return a > std::numeric_limits<uint64_t>::max() - b ? std::numeric_limits<uint64_t>::max() : a + b;
 }
@@ -165,6 +170,38 @@ const ChainConfig& mainnet_config() {
         return c;
     }();
     return config;
+}
+
+const ChainConfig& sepolia_config() {
+    static const ChainConfig config = [] {
+        ChainConfig c;
+        c.name = "sepolia";
+        c.network_id = 11155111;
+        c.genesis_hash = kSepoliaGenesisHash;
+        c.genesis_time = 1633267481;
+        // Every block fork up to London is at genesis; forkid counts none of them.
+        c.block_forks = {1735371};  // MergeNetsplit
+        c.time_forks = {
+            1677557088,  // Shanghai
+            1706655072,  // Cancun
+            1741159776,  // Prague
+            1760427360,  // Osaka
+            1761017184,  // BPO1
+            1761607008,  // BPO2
+        };
+        c.london_block = 0;
+        c.shanghai_time = 1677557088;
+        c.cancun_time = 1706655072;
+        c.prague_time = 1741159776;
+        return c;
+    }();
+    return config;
+}
+
+const ChainConfig* named_config(std::string_view name) noexcept {
+    if (name == "mainnet") return &mainnet_config();
+    if (name == "sepolia") return &sepolia_config();
+    return nullptr;
 }
 
 ChainConfig synthetic_config(uint64_t count, const Hash32& genesis_hash, uint64_t genesis_time) {

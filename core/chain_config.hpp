@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <type_traits>
 #include <vector>
@@ -40,6 +41,14 @@ struct ChainConfig {
 // mainnet (through BPO2), and the layout activations London 12965000, Shanghai 1681338455,
 // Cancun 1710338135, Prague 1746612311.
 const ChainConfig& mainnet_config();
+
+// Network 11155111, genesis 25a5...6dd9 with timestamp 1633267481, every block fork through London
+// at genesis, MergeNetsplit at block 1735371, and geth's time forks for Sepolia (Shanghai
+// 1677557088 through BPO2 1761607008).
+const ChainConfig& sepolia_config();
+
+// The config of a public network by name ("mainnet", "sepolia"); nullptr for another name.
+const ChainConfig* named_config(std::string_view name) noexcept;
 
 inline constexpr uint64_t kSyntheticNetworkId = 1337803;
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "core/block_header.hpp"
+#include "core/era1.hpp"
 #include "core/hex.hpp"
 #include "core/rlp.hpp"
 #include "core/test_hex.hpp"
@@ -33,6 +35,37 @@ TEST(ChainConfig, Mainnet) {
     EXPECT_EQ(c.cancun_time, 1710338135u);
     EXPECT_EQ(c.prague_time, 1746612311u);
     EXPECT_EQ(&c, &mainnet_config());
+}
+
+TEST(ChainConfig, Sepolia) {
+    const ChainConfig& c = sepolia_config();
+    EXPECT_EQ(c.name, "sepolia");
+    EXPECT_EQ(c.network_id, 11155111u);
+    EXPECT_EQ(to_hex(c.genesis_hash), "25a5cc106eea7138acab33231d7160d69cb777ee0c2c553fcddf5138993e6dd9");
+    EXPECT_EQ(c.genesis_time, 1633267481u);
+    EXPECT_EQ(c.block_forks, (std::vector<uint64_t>{1735371}));
+    // London from genesis: every header has a base fee; Shanghai, Cancun and Prague add fields.
+    EXPECT_EQ(c.expected_field_count(0, 1633267481), 16u);
+    EXPECT_EQ(c.expected_field_count(2000000, 1677557088), 17u);
+    EXPECT_EQ(c.expected_field_count(5000000, 1706655072), 20u);
+    EXPECT_EQ(c.expected_field_count(7000000, 1741159776), 21u);
+    EXPECT_EQ(named_config("sepolia"), &c);
+    EXPECT_EQ(named_config("mainnet"), &mainnet_config());
+    EXPECT_EQ(named_config("holesky"), nullptr);
+}
+
+TEST(ChainConfig, SepoliaEpoch21HeadersHaveTheExpectedLayout) {
+    // Blocks 172032..180223 (2022): London headers, 16 fields.
+    std::ifstream in(testing::data_dir() + "/sepolia-00021-b8814b14.era1", std::ios::binary);
+    const Bytes file{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    auto archive = era1::Archive::parse(file);
+    ASSERT_TRUE(archive);
+    Bytes rlp;
+    for (size_t i = 0; i < archive->count(); i += 1000) {
+        auto h = decode_block_header(*archive->header(i, rlp));
+        ASSERT_TRUE(h);
+        EXPECT_EQ(h->field_count(), sepolia_config().expected_field_count(h->number, h->timestamp)) << h->number;
+    }
 }
 
 TEST(ChainConfig, MainnetLayoutBoundaries) {

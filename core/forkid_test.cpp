@@ -111,18 +111,6 @@ constexpr CreationCase kPetersburgEraCreation[] = {
     {7280000, 0, 0x668db0af, 0},       {7987396, 0, 0x668db0af, 0},
 };
 
-ChainConfig sepolia_config() {
-    ChainConfig c;
-    c.name = "sepolia";
-    c.network_id = 11155111;
-    c.genesis_hash = hash_from_hex("25a5cc106eea7138acab33231d7160d69cb777ee0c2c553fcddf5138993e6dd9").value();
-    c.genesis_time = 1633267481;
-    // Frontier through London activate at block 0 and count nothing; MergeNetsplitBlock does.
-    c.block_forks = {0, 0, 0, 0, 0, 0, 0, 0, 0, 1735371};
-    c.time_forks = {1677557088, 1706655072, 1741159776, 1760427360, 1761017184, 1761607008};
-    return c;
-}
-
 ChainConfig legacy_config() {
     ChainConfig c = mainnet_config();
     c.time_forks.clear();

@@ -178,13 +178,14 @@ Outcome<const ChainConfig*> network_from_args(const Args& args, std::optional<sy
         return &holder->config();
     }
     const std::string name = args.get_or("network", "mainnet");
-    if (name != "mainnet") {
+    const ChainConfig* config = named_config(name);
+    if (config == nullptr) {
         return make_error(
-            fmt::format("--network {}: unknown network (mainnet, or --synthetic N[:SEED] for a chain "
+            fmt::format("--network {}: unknown network (mainnet, sepolia, or --synthetic N[:SEED] for a chain "
                         "of headerd generate)",
                         name));
     }
-    return &mainnet_config();
+    return config;
 }
 
 namespace {

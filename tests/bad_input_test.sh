@@ -49,6 +49,14 @@ expect_fail "missing file" "nonexistent.era1" "$HEADERD" import --datadir "$D" "
 expect_fail "hive chain into an empty datadir" "must start at the genesis" \
     "$HEADERD" import --datadir "$WORK/fresh3" "$DATA/hive-testchain-blocks-1-600.rlp"
 expect_fail "hive chain onto mainnet" "block 1" "$HEADERD" import --datadir "$D" "$DATA/hive-testchain-blocks-1-600.rlp"
+# Sepolia's epoch 21 on its own network: it starts at block 172032, far from the genesis; on a
+# mainnet datadir it is the wrong network.
+expect_fail "sepolia epoch 21 into an empty datadir" "must start at the genesis" \
+    "$HEADERD" import --datadir "$WORK/fresh4" --network sepolia "$DATA/sepolia-00021-b8814b14.era1"
+expect_fail "sepolia onto mainnet" "holds network mainnet" \
+    "$HEADERD" import --datadir "$D" --network sepolia "$DATA/sepolia-00021-b8814b14.era1"
+expect_fail "unknown network" "unknown network (mainnet, sepolia" \
+    "$HEADERD" import --datadir "$WORK/fresh5" --network holesky "$DATA/sepolia-00021-b8814b14.era1"
 
 [ "$(chain_digest "$D")" = "$before" ] || fail "a refused import changed the datadir"
 echo "ok: datadir unchanged after every refused import"

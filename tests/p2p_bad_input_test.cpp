@@ -1581,14 +1581,20 @@ TEST_P(BadInput, MetricsCountEveryMessageHeaderAndFailedHandshake) {
         std::string why;
         ASSERT_TRUE(garbage.wait_closed_silently(kHandshakeTimeout + slack(), why)) << why;
     }
-    // Sessions finish their bookkeeping after the peer has gone: stop the server so all of it is in.
+    // A good peer's Disconnect reaches the server after expect_served has returned: on a slow run
+    // (sanitizers, a busy machine) the last one may still be unread. Wait for it, bounded, then stop
+    // the server so that the sessions' own bookkeeping is in too.
+    const p2p::MessageMeters& base = net.base();
+    for (const auto until = std::chrono::steady_clock::now() + 10s;
+         base.ingress_messages[0x01]->Value() < kGoodPeers && std::chrono::steady_clock::now() < until;) {
+        std::this_thread::sleep_for(10ms);
+    }
     stop_server();
     db_->set_read_observer(nullptr);
 
     // Both sides offer the same versions: the highest is negotiated.
     const p2p::MessageMeters& eth69 = *net.eth(p2p::kEthOffers.back().version);
     const p2p::MessageMeters& eth68 = *net.eth(eth::kEth68);
-    const p2p::MessageMeters& base = net.base();
     constexpr size_t kGetHeaders = 0x03, kHeaders = 0x04, kStatus = 0x00;
     EXPECT_EQ(eth69.ingress_messages[kGetHeaders]->Value(), kGoodPeers);
     EXPECT_EQ(eth69.egress_messages[kHeaders]->Value(), kGoodPeers);
