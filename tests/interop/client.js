@@ -32,57 +32,12 @@ const {
   CODES,
   statusList,
   statusOpts,
-  parseEnode,
-  parseVersions,
   reasonName,
 } = require('./eth.js')
-const { connect, exchangeStatus, closeText, withErrors } = require('./session.js')
+const { connect, exchangeStatus, closeText, withErrors, ok, fail, finish, parseArgs } = require('./session.js')
 
 const USAGE = 'usage: node client.js ENODE [--eth 68|69|68,69] [--timeout SECONDS]'
 const REJECT_TIMEOUT_MS = 5000
-
-// ---------------------------------------------------------------------------------------------
-// Reporting
-
-let passed = 0
-let failed = 0
-function ok(msg) {
-  passed++
-  console.log(`ok: ${msg}`)
-}
-function fail(msg) {
-  failed++
-  console.log(`FAIL: ${msg}`)
-}
-function finish() {
-  console.log(`${failed === 0 ? 'PASS' : 'FAIL'}: ${passed} checks passed, ${failed} failed`)
-  process.exit(failed === 0 ? 0 : 1)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Arguments
-
-function parseArgs(argv) {
-  const opts = { eth: '68', timeout: '60' }
-  let enode
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]
-    if (a === '--help' || a === '-h') {
-      console.log(USAGE)
-      process.exit(0)
-    } else if ((a === '--eth' || a === '--timeout') && i + 1 < argv.length) {
-      opts[a.slice(2)] = argv[++i]
-    } else if (a.startsWith('enode://') && enode === undefined) {
-      enode = a
-    } else {
-      throw new Error(`unexpected argument ${a}\n${USAGE}`)
-    }
-  }
-  if (enode === undefined) throw new Error(USAGE)
-  const timeout = Number(opts.timeout)
-  if (!(timeout > 0)) throw new Error(`bad --timeout ${opts.timeout}`)
-  return { target: parseEnode(enode), versions: parseVersions(opts.eth), timeoutMs: timeout * 1000 }
-}
 
 // ---------------------------------------------------------------------------------------------
 // The checks
@@ -352,7 +307,7 @@ async function rejectSession(args, chain, what, tweak) {
 async function main() {
   let args
   try {
-    args = parseArgs(process.argv.slice(2))
+    args = parseArgs(process.argv.slice(2), USAGE, { eth: '68', timeout: '60' })
   } catch (err) {
     console.error(`client.js: ${err.message}`)
     process.exit(2)

@@ -18,50 +18,13 @@ const { createBlockFromBytesArray } = require('@ethereumjs/block')
 const { createMPT } = require('@ethereumjs/mpt')
 const { keccak256 } = require('ethereum-cryptography/keccak.js')
 const { loadChain, mainnetCommon, listElements, bytesEqual, bytesToUint } = require('./chain.js')
-const { CODES, statusOpts, parseEnode, parseVersions } = require('./eth.js')
-const { connect, exchangeStatus, closeText } = require('./session.js')
+const { CODES, statusOpts } = require('./eth.js')
+const { connect, exchangeStatus, closeText, ok, fail, finish, parseArgs } = require('./session.js')
 
 const USAGE = 'usage: node history_client.js ENODE [--eth 68|69] [--timeout SECONDS]'
 const BODIES_PER_REQUEST = 128 // geth's MaxBlockFetch
 const RECEIPTS_PER_REQUEST = 256 // geth's MaxReceiptFetch
 const MAX_ITEMS_SERVE = 1024 // geth's maxBodiesServe / maxReceiptsServe
-
-let passed = 0
-let failed = 0
-const ok = (msg) => {
-  passed++
-  console.log(`ok: ${msg}`)
-}
-const fail = (msg) => {
-  failed++
-  console.log(`FAIL: ${msg}`)
-}
-function finish() {
-  console.log(`${failed === 0 ? 'PASS' : 'FAIL'}: ${passed} checks passed, ${failed} failed`)
-  process.exit(failed === 0 ? 0 : 1)
-}
-
-function parseArgs(argv) {
-  const opts = { eth: '68', timeout: '120' }
-  let enode
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]
-    if (a === '--help' || a === '-h') {
-      console.log(USAGE)
-      process.exit(0)
-    } else if ((a === '--eth' || a === '--timeout') && i + 1 < argv.length) {
-      opts[a.slice(2)] = argv[++i]
-    } else if (a.startsWith('enode://') && enode === undefined) {
-      enode = a
-    } else {
-      throw new Error(`unexpected argument ${a}\n${USAGE}`)
-    }
-  }
-  if (enode === undefined) throw new Error(USAGE)
-  const versions = parseVersions(opts.eth)
-  if (versions.length !== 1) throw new Error('--eth: one version')
-  return { target: parseEnode(enode), version: versions[0], timeoutMs: Number(opts.timeout) * 1000 }
-}
 
 // The items of a [id, [item...]] reply with request id `id`.
 function replyItems(raw, id) {
@@ -109,7 +72,9 @@ async function receiptsRoot(values) {
 async function main() {
   let args
   try {
-    args = parseArgs(process.argv.slice(2))
+    args = parseArgs(process.argv.slice(2), USAGE, { eth: '68', timeout: '120' })
+    if (args.versions.length !== 1) throw new Error('--eth: one version')
+    args.version = args.versions[0]
   } catch (err) {
     console.error(`history_client.js: ${err.message}`)
     process.exit(2)

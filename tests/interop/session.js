@@ -6,7 +6,7 @@
 const { genPrivateKey, ETH } = require('@ethereumjs/devp2p')
 const { RLP } = require('@ethereumjs/rlp')
 const { mainnetCommon, listElements, bytesToUint, uintBytes } = require('./chain.js')
-const { CODES, DISCONNECT_REASON, NoDelayRLPx, ethCapability, reasonName } = require('./eth.js')
+const { CODES, DISCONNECT_REASON, NoDelayRLPx, ethCapability, reasonName, parseEnode, parseVersions } = require('./eth.js')
 
 const HANDSHAKE_TIMEOUT_MS = 10000
 const REQUEST_TIMEOUT_MS = 5000
@@ -188,4 +188,45 @@ async function exchangeStatus(session, opts) {
   }
 }
 
-module.exports = { Session, connect, exchangeStatus, closeText, withErrors }
+// "ok: ..." and "FAIL: ..." lines, counted; finish() prints the total and exits 0 only if nothing
+// failed.
+let passed = 0
+let failed = 0
+function ok(msg) {
+  passed++
+  console.log(`ok: ${msg}`)
+}
+function fail(msg) {
+  failed++
+  console.log(`FAIL: ${msg}`)
+}
+function finish() {
+  console.log(`${failed === 0 ? 'PASS' : 'FAIL'}: ${passed} checks passed, ${failed} failed`)
+  process.exit(failed === 0 ? 0 : 1)
+}
+
+// ENODE [--eth VERSIONS] [--timeout SECONDS] -> { target, versions, timeoutMs }; --help prints
+// `usage` and exits.
+function parseArgs(argv, usage, defaults) {
+  const opts = { ...defaults }
+  let enode
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]
+    if (a === '--help' || a === '-h') {
+      console.log(usage)
+      process.exit(0)
+    } else if ((a === '--eth' || a === '--timeout') && i + 1 < argv.length) {
+      opts[a.slice(2)] = argv[++i]
+    } else if (a.startsWith('enode://') && enode === undefined) {
+      enode = a
+    } else {
+      throw new Error(`unexpected argument ${a}\n${usage}`)
+    }
+  }
+  if (enode === undefined) throw new Error(usage)
+  const timeout = Number(opts.timeout)
+  if (!(timeout > 0)) throw new Error(`bad --timeout ${opts.timeout}`)
+  return { target: parseEnode(enode), versions: parseVersions(opts.eth), timeoutMs: timeout * 1000 }
+}
+
+module.exports = { Session, connect, exchangeStatus, closeText, withErrors, ok, fail, finish, parseArgs }
