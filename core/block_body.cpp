@@ -214,11 +214,15 @@ Result<void> receipt_to_eth69(ByteView receipt, Bytes& out) {
 }
 
 Result<void> receipts_to_eth69(ByteView receipts, Bytes& out) {
-    auto list = parse_receipts(receipts);
-    if (!list) return list.error();
+    // receipt_to_eth69 checks each receipt as it converts it: no separate parse_receipts pass.
+    ByteView in = receipts;
+    auto list = rlp::decode_list(in);
+    if (!list || !in.empty()) return BodyError::kBadReceipts;
     Bytes payload;
-    for (ByteView item : *list) {
-        if (auto r = receipt_to_eth69(item, payload); !r) return r;
+    for (ByteView rest = *list; !rest.empty();) {
+        auto item = rlp::next_item(rest);
+        if (!item) return BodyError::kBadReceipt;
+        if (auto r = receipt_to_eth69(*item, payload); !r) return r;
     }
     append_list(out, payload);
     return {};

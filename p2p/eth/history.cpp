@@ -14,12 +14,18 @@ namespace {
 // appended); sets `cut` when a later one does not.
 Result<bool> append_partial_receipts(ByteView stored, uint64_t first, size_t room, Bytes& out, bool& cut,
                                      Bytes& receipt) {
-    auto list = parse_receipts(stored);
-    if (!list) return {boost::system::in_place_error, list.error()};
+    // receipt_to_eth69 checks each receipt it converts; the ones skipped are only delimited.
+    ByteView in = stored;
+    auto list = rlp::decode_list(in);
+    if (!list || !in.empty()) return {boost::system::in_place_error, make_error_code(BodyError::kBadReceipts)};
     Bytes payload;
-    for (size_t i = first; i < list->size(); ++i) {
+    ByteView rest = *list;
+    for (uint64_t i = 0; !rest.empty(); ++i) {
+        auto item = rlp::next_item(rest);
+        if (!item) return {boost::system::in_place_error, make_error_code(BodyError::kBadReceipt)};
+        if (i < first) continue;
         receipt.clear();
-        if (auto r = receipt_to_eth69((*list)[i], receipt); !r) return {boost::system::in_place_error, r.error()};
+        if (auto r = receipt_to_eth69(*item, receipt); !r) return {boost::system::in_place_error, r.error()};
         if (rlp::length_of_list(payload.size() + receipt.size()) > room) {
             if (i == first) return false;
             cut = true;

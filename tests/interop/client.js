@@ -34,7 +34,7 @@ const {
   statusOpts,
   reasonName,
 } = require('./eth.js')
-const { connect, exchangeStatus, closeText, withErrors, ok, fail, finish, parseArgs } = require('./session.js')
+const { connect, exchangeStatus, closeText, withErrors, ok, fail, finish, startRun } = require('./session.js')
 
 const USAGE = 'usage: node client.js ENODE [--eth 68|69|68,69] [--timeout SECONDS]'
 const REJECT_TIMEOUT_MS = 5000
@@ -305,19 +305,7 @@ async function rejectSession(args, chain, what, tweak) {
 }
 
 async function main() {
-  let args
-  try {
-    args = parseArgs(process.argv.slice(2), USAGE, { eth: '68', timeout: '60' })
-  } catch (err) {
-    console.error(`client.js: ${err.message}`)
-    process.exit(2)
-  }
-  // Never hang, and never exit 0 by running out of work without reaching finish().
-  process.exitCode = 1
-  setTimeout(() => {
-    fail(`global timeout of ${args.timeoutMs / 1000}s reached`)
-    finish()
-  }, args.timeoutMs)
+  const args = startRun('client.js', USAGE, { eth: '68', timeout: '60' })
 
   const chain = loadChain()
   ok(`loaded ${chain.headers.length} mainnet headers, head ${chain.head.number} TD ${chain.head.td}`)

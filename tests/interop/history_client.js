@@ -19,7 +19,7 @@ const { createMPT } = require('@ethereumjs/mpt')
 const { keccak256 } = require('ethereum-cryptography/keccak.js')
 const { loadChain, mainnetCommon, listElements, bytesEqual, bytesToUint } = require('./chain.js')
 const { CODES, statusOpts } = require('./eth.js')
-const { connect, exchangeStatus, closeText, ok, fail, finish, parseArgs } = require('./session.js')
+const { connect, exchangeStatus, closeText, ok, fail, finish, startRun } = require('./session.js')
 
 const USAGE = 'usage: node history_client.js ENODE [--eth 68|69] [--timeout SECONDS]'
 const BODIES_PER_REQUEST = 128 // geth's MaxBlockFetch
@@ -70,20 +70,10 @@ async function receiptsRoot(values) {
 }
 
 async function main() {
-  let args
-  try {
-    args = parseArgs(process.argv.slice(2), USAGE, { eth: '68', timeout: '120' })
-    if (args.versions.length !== 1) throw new Error('--eth: one version')
-    args.version = args.versions[0]
-  } catch (err) {
-    console.error(`history_client.js: ${err.message}`)
-    process.exit(2)
-  }
-  process.exitCode = 1
-  setTimeout(() => {
-    fail(`global timeout of ${args.timeoutMs / 1000}s reached`)
-    finish()
-  }, args.timeoutMs)
+  const args = startRun('history_client.js', USAGE, { eth: '68', timeout: '120' }, (a) => {
+    if (a.versions.length !== 1) throw new Error('--eth: one version')
+  })
+  args.version = args.versions[0]
 
   const chain = loadChain()
   const common = mainnetCommon()

@@ -229,4 +229,23 @@ function parseArgs(argv, usage, defaults) {
   return { target: parseEnode(enode), versions: parseVersions(opts.eth), timeoutMs: timeout * 1000 }
 }
 
-module.exports = { Session, connect, exchangeStatus, closeText, withErrors, ok, fail, finish, parseArgs }
+// The start of a client's run: its arguments (a usage error exits 2), and a global timeout so that
+// it never hangs nor exits 0 by running out of work without reaching finish().
+function startRun(name, usage, defaults, check = () => {}) {
+  let args
+  try {
+    args = parseArgs(process.argv.slice(2), usage, defaults)
+    check(args)
+  } catch (err) {
+    console.error(`${name}: ${err.message}`)
+    process.exit(2)
+  }
+  process.exitCode = 1
+  setTimeout(() => {
+    fail(`global timeout of ${args.timeoutMs / 1000}s reached`)
+    finish()
+  }, args.timeoutMs)
+  return args
+}
+
+module.exports = { Session, connect, exchangeStatus, closeText, withErrors, ok, fail, finish, startRun }
