@@ -214,6 +214,7 @@ Outcome<std::unique_ptr<ChainDb>> ChainDb::open(const std::string& datadir, cons
         impl->config = std::move(*decoded);
     }
     if (auto r = impl->load_head(); !r) return r.error();
+    if (auto r = impl->load_anchor(); !r) return r.error();
     if (auto r = impl->load_skeleton(); !r) return r.error();
     if (auto r = impl->check_stores_join(); !r) return r.error();
     return std::unique_ptr<ChainDb>(new ChainDb(std::move(impl)));
@@ -268,7 +269,62 @@ Outcome<void> ChainDb::Impl::load_head() {
     return {};
 }
 
+namespace {
+
+Bytes encode_anchor(const Anchor& a) {
+    Bytes payload;
+    rlp::encode(payload, a.number);
+    rlp::encode(payload, a.parent_hash);
+    rlp::encode(payload, a.parent_td);
+    Bytes out;
+    rlp::encode_header(out, {true, payload.size()});
+    out.insert(out.end(), payload.begin(), payload.end());
+    return out;
+}
+
+Result<Anchor> decode_anchor(ByteView in) {
+    auto list = rlp::decode_list(in);
+    if (!list) return list.error();
+    if (!in.empty()) return rlp::DecodeError::kTrailingBytes;
+    ByteView p = *list;
+    auto number = rlp::decode_uint64(p);
+    if (!number) return number.error();
+    auto parent = rlp::decode_hash(p);
+    if (!parent) return parent.error();
+    auto td = rlp::decode_u256(p);
+    if (!td) return td.error();
+    if (!p.empty()) return rlp::DecodeError::kTrailingBytes;
+    return Anchor{*number, *parent, *td};
+}
+
+}  // namespace
+
+Outcome<void> ChainDb::Impl::load_anchor() {
+    auto v = get(slice(schema::kAnchorKey));
+    if (!v) return v.error();
+    if (!*v) return {};
+    auto a = decode_anchor(view(**v));
+    if (!a || a->number == 0) {
+        return make_error(fmt::format("{}: the stored anchor (the chain's first block) is unreadable", chaindata));
+    }
+    anchor = *a;
+    return {};
+}
+
 Outcome<void> ChainDb::Impl::check_stores_join() {
+    if (anchor) {
+        // An anchored chain lives in LevelDB only: [anchor, head].
+        if (ancient_items > 0) {
+            return make_error(fmt::format("{}: the chain starts at block {} but the ancient store holds blocks [0, {})",
+                                          chaindata, anchor->number, ancient_items));
+        }
+        if (!head || head->number < anchor->number) {
+            return make_error(fmt::format("{}: the chain starts at block {} but has no head header at or above it",
+                                          chaindata, anchor->number));
+        }
+        kv_low = anchor->number;
+        return {};
+    }
     if (!head) {
         if (ancient_items > 0) {
             return make_error(fmt::format("{}: ancient store holds blocks [0, {}) but LevelDB has no head header",
@@ -373,12 +429,18 @@ uint64_t ChainDb::generation() const noexcept { return impl_->generation.load(st
 
 void ChainDb::set_read_observer(ReadObserver* observer) noexcept { impl_->observer = observer; }
 
-Outcome<void> ChainDb::append(std::span<const NewHeader> headers) {
+Outcome<void> ChainDb::append(std::span<const NewHeader> headers, const std::optional<Anchor>& anchor) {
     if (headers.empty()) return {};
     std::optional<Head> head = this->head();
-    uint64_t expect = head ? head->number + 1 : 0;
-    Hash32 parent = head ? head->hash : Hash32{};
+    if (anchor && (head || anchor->number == 0)) {
+        return make_error(head ? fmt::format("an anchor starts a chain, but {} holds one already (head {})",
+                                             impl_->chaindata, head->number)
+                               : std::string("an anchor at block 0: a chain from the genesis has none"));
+    }
+    uint64_t expect = head ? head->number + 1 : (anchor ? anchor->number : 0);
+    Hash32 parent = head ? head->hash : (anchor ? anchor->parent_hash : Hash32{});
     leveldb::WriteBatch batch;
+    if (anchor) batch.Put(slice(schema::kAnchorKey), slice(encode_anchor(*anchor)));
     uint8_t numbuf[8];
     for (const NewHeader& h : headers) {
         if (h.number != expect) {
@@ -409,8 +471,19 @@ Outcome<void> ChainDb::append(std::span<const NewHeader> headers) {
 
     std::unique_lock lock(impl_->mu);
     if (!impl_->head) impl_->kv_low = headers.front().number;
+    if (anchor) impl_->anchor = anchor;
     impl_->head = Head{last.number, last.hash, last.total_difficulty, last.timestamp};
     return {};
+}
+
+std::optional<Anchor> ChainDb::anchor() const {
+    std::shared_lock lock(impl_->mu);
+    return impl_->anchor;
+}
+
+uint64_t ChainDb::first_block() const {
+    std::shared_lock lock(impl_->mu);
+    return impl_->first_block();
 }
 
 Outcome<void> ChainDb::Impl::finish_height(KvScan& scan, ItemBuffer& out) const {
@@ -526,6 +599,9 @@ Outcome<void> ChainDb::read_range(uint64_t from, uint64_t count, Order order, It
     std::shared_lock lock(impl_->mu);
     if (!impl_->head || count == 0 || from > impl_->head->number) return {};
     const uint64_t head = impl_->head->number;
+    // A range ends at the first block not held: below an anchored chain's first block.
+    const uint64_t first_held = impl_->first_block();
+    if (from < first_held) return {};
     uint64_t lo = 0;
     uint64_t hi = 0;
     if (order == Order::kAscending) {
@@ -533,7 +609,7 @@ Outcome<void> ChainDb::read_range(uint64_t from, uint64_t count, Order order, It
         hi = from + std::min(count - 1, head - from);
     } else {
         hi = from;
-        lo = from - std::min(count - 1, from);
+        lo = from - std::min(count - 1, from - first_held);
     }
     if (gate && impl_->range_damaged(lo, hi)) {
         return corrupt_error(fmt::format("blocks {}..{} hold a damaged header (found by a read or the scrubber; "
@@ -649,7 +725,7 @@ Outcome<bool> ChainDb::header_by_hash(const Hash32& hash, Bytes& out) const {
 
 Outcome<uint64_t> ChainDb::freeze(const FreezeOptions& options) {
     const std::optional<Head> head = this->head();
-    if (!head) return uint64_t{0};
+    if (!head || anchor()) return uint64_t{0};
     const uint64_t limit = head->number + 1 > options.keep ? head->number + 1 - options.keep : 0;
     const uint64_t start = ancient_items();
     if (limit <= start) return start;

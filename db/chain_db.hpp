@@ -57,6 +57,18 @@ struct NewHeader {
     uint64_t timestamp{0};
 };
 
+// The start of a chain that does not begin at the genesis: a history node that holds later epochs
+// only (docs/history.md, "Later epochs without the earlier ones"). `number` is the lowest block
+// held; its header must link to `parent_hash`, and the chain's total difficulty counts on from
+// `parent_td`. Both come from outside the chain (the importer takes them from an epoch whose
+// accumulator root the operator vouches for); nothing below `number` is held or served.
+struct Anchor {
+    uint64_t number{0};
+    Hash32 parent_hash{};
+    U256 parent_td{0};
+    bool operator==(const Anchor&) const = default;
+};
+
 // The skeleton of a sync (docs/sync.md): headers verified downwards from a trusted head, by hash
 // links only, that do not join the canonical chain yet. Blocks [tail, head] are stored, none of
 // them canonical or served; the next header down must hash to tail_parent.
@@ -135,7 +147,14 @@ class ChainDb final : public HeaderSource {
     // Appends headers that extend the head (the first one is the genesis on an empty database) in one
     // atomic, synced LevelDB batch. REQUIRES: numbers consecutive from head+1, hashes and total
     // difficulties correct (the importer checks them; this checks numbers and the parent link only).
-    Outcome<void> append(std::span<const NewHeader> headers);
+    // `anchor`, given only to an empty database, starts the chain at anchor->number instead of the
+    // genesis, stored in the same batch; such a chain stays in LevelDB (freeze() leaves it) and
+    // is never extended downwards.
+    Outcome<void> append(std::span<const NewHeader> headers, const std::optional<Anchor>& anchor = std::nullopt);
+    // The anchor of a chain that does not start at the genesis; nullopt for one that does.
+    std::optional<Anchor> anchor() const;
+    // The lowest block held: 0, or the anchor's number.
+    uint64_t first_block() const;
 
     // HeaderSource's reads (core/header_source.hpp). The range reads make no hash->number lookups
     // and decode nothing beyond the parent hash; their errors name the block number and store.
@@ -147,7 +166,8 @@ class ChainDb final : public HeaderSource {
     Outcome<bool> header_by_hash(const Hash32& hash, Bytes& out) const override;
 
     // Moves headers older than head - keep into the freezer, batch by batch: append, fsync, then
-    // delete from LevelDB (the "H"+hash entries stay). Returns the new ancient_items.
+    // delete from LevelDB (the "H"+hash entries stay). Returns the new ancient_items. An anchored
+    // chain is left in LevelDB (the freezer's items are numbered from the genesis): returns 0.
     Outcome<uint64_t> freeze(const FreezeOptions& options);
 
     StoreStats stats() const;

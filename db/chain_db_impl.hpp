@@ -90,6 +90,9 @@ struct ChainDb::Impl {
     // interrupted freeze: such duplicates are harmless and removed by the next freeze).
     uint64_t kv_low{0};
     ReadObserver* observer{nullptr};
+    // Set once, by the first append of an anchored chain (or at open); guarded by mu.
+    std::optional<Anchor> anchor;
+    uint64_t first_block() const { return anchor ? anchor->number : 0; }
     // Guarded by mu; the writer (one) also reads it without the lock.
     std::optional<Skeleton> skeleton;
 
@@ -157,6 +160,7 @@ struct ChainDb::Impl {
     }
 
     Outcome<void> load_head();
+    Outcome<void> load_anchor();
     Outcome<void> load_skeleton();
     // Writes `batch` (fsynced when durable), then makes `next` the skeleton readers see.
     Outcome<void> write_skeleton(leveldb::WriteBatch& batch, const std::optional<Skeleton>& next, bool durable = true);

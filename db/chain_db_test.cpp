@@ -7,6 +7,8 @@
 
 #include "ancient/file_system.hpp"
 #include "core/block_header.hpp"
+#include "core/chain_config.hpp"
+#include "db/import.hpp"
 #include "db/test_fixture.hpp"
 #include "tests/reference_chain.hpp"
 
@@ -200,6 +202,61 @@ TEST_F(ChainDbTest, DuplicatesLeftByAnInterruptedFreezeAreRemovedByTheNextOne) {
 // A crash (every later filesystem mutation fails) at each mutation of a freeze, followed by a power
 // cut that loses, keeps or zeroes what was not synced: the database reopens on the real filesystem,
 // holds every header, and a second freeze completes. LevelDB's own writes are synced batches.
+TEST_F(ChainDbTest, AnAnchoredChainHoldsNothingBelowItsFirstBlockStaysInLevelDbAndSurvivesReopen) {
+    ASSERT_TRUE(db_->set_config(mainnet_config()));
+    const Anchor anchor{1000, mainnet()[999].hash, mainnet()[999].total_difficulty};
+    // The first header must link to the anchor's parent hash: anchored one block too high, it does not.
+    auto misfit = db_->append(headers(1000, 10), Anchor{1001, mainnet()[999].hash, 0});
+    ASSERT_FALSE(misfit);
+    EXPECT_NE(misfit.error().message.find("block 1000: expected block 1001"), std::string::npos)
+        << misfit.error().message;
+    EXPECT_FALSE(db_->head());
+    EXPECT_FALSE(db_->anchor());
+
+    ASSERT_TRUE(db_->append(headers(1000, 500), anchor));
+    auto again = db_->append(headers(1500, 1), anchor);
+    ASSERT_FALSE(again);
+    EXPECT_NE(again.error().message.find("holds one already (head 1499)"), std::string::npos) << again.error().message;
+    ASSERT_TRUE(db_->append(headers(1500, 100)));  // later headers extend it as any chain
+
+    // Freezing leaves an anchored chain where it is.
+    FreezeOptions freeze;
+    freeze.keep = 0;
+    ASSERT_EQ(db_->freeze(freeze).value(), 0u);
+    for (int pass = 0; pass < 2; ++pass) {
+        SCOPED_TRACE(pass == 0 ? "open" : "reopened");
+        EXPECT_EQ(db_->anchor(), anchor);
+        EXPECT_EQ(db_->first_block(), 1000u);
+        EXPECT_EQ(db_->ancient_items(), 0u);
+        EXPECT_EQ(db_->head()->number, 1599u);
+        ItemBuffer out;
+        ASSERT_TRUE(db_->header_range(999, 5, Order::kAscending, out));
+        EXPECT_TRUE(out.empty());  // a range ends at the first block not held
+        ASSERT_TRUE(db_->header_range(1000, 5, Order::kAscending, out));
+        ASSERT_EQ(out.size(), 5u);
+        EXPECT_EQ(Bytes(out.item(0).begin(), out.item(0).end()),
+                  Bytes(mainnet()[1000].rlp.begin(), mainnet()[1000].rlp.end()));
+        out.clear();
+        ASSERT_TRUE(db_->header_range(1002, 10, Order::kDescending, out));
+        ASSERT_EQ(out.size(), 3u);  // 1002, 1001, 1000
+        EXPECT_EQ(Bytes(out.item(2).begin(), out.item(2).end()),
+                  Bytes(mainnet()[1000].rlp.begin(), mainnet()[1000].rlp.end()));
+        EXPECT_FALSE(db_->canonical_hash(999).value());
+        EXPECT_EQ(db_->canonical_hash(1000).value(), mainnet()[1000].hash);
+        auto verified = verify_chain(*db_);
+        ASSERT_TRUE(verified) << verified.error().message;
+        EXPECT_EQ(verified->headers, 600u);
+        // The scrubber walks down to the anchor and stops there.
+        auto step = db_->scrub(1599, 10'000, mainnet()[1599].hash);
+        ASSERT_TRUE(step) << step.error().message;
+        EXPECT_EQ(step->checked, 600u);
+        EXPECT_TRUE(step->damaged.empty());
+        EXPECT_EQ(step->next_expect, mainnet()[999].hash);
+        EXPECT_EQ(db_->scrub(999, 10, mainnet()[999].hash)->checked, 0u);
+        ASSERT_NO_FATAL_FAILURE(reopen());
+    }
+}
+
 TEST(ChainDbCrash, PowerCutAtEveryFreezerMutationLeavesEveryHeader) {
     using Unsynced = ancient::FaultInjectingFileSystem::Unsynced;
     const testing::TempDatadir datadir("crash");

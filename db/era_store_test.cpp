@@ -9,6 +9,7 @@
 #include "core/block_body.hpp"
 #include "core/chain_config.hpp"
 #include "core/era1.hpp"
+#include "core/hex.hpp"
 #include "db/import.hpp"
 #include "db/test_fixture.hpp"
 #include "tests/data_dir.hpp"
@@ -147,6 +148,48 @@ TEST_F(EraStoreTest, TruncatedFileIsRefused) {
     ASSERT_FALSE(h);
     EXPECT_NE(h.error().message.find("not a valid era1 archive"), std::string::npos) << h.error().message;
     EXPECT_TRUE(fs::is_empty(history_dir_));
+}
+
+// Sepolia's epoch 21 (blocks 172032..180223) into an empty datadir: only with its accumulator root
+// named, which anchors the chain at block 172032; then its bodies and receipts as for any epoch.
+TEST(EraStoreLaterEpoch, AnEmptyDatadirStartsAtALaterEpochOnlyWithItsTrustedRoot) {
+    TempDatadir datadir("era-later");
+    ChainDbOptions opts;
+    opts.create_if_missing = true;
+    auto db = ChainDb::open(datadir.path().string(), opts);
+    ASSERT_TRUE(db) << db.error().message;
+    // geth names the file after the first 4 bytes of this root: sepolia-00021-b8814b14.era1.
+    const Hash32 root = *hash_from_hex("b8814b146889489efd392d80c7ca4e418d39302e25323a55882ca8cc0ef013e3");
+
+    auto untrusted = import_file(**db, sepolia_config(), kSepolia);
+    ASSERT_FALSE(untrusted);
+    EXPECT_NE(untrusted.error().message.find("block 172032: the database is empty and this epoch does not start at "
+                                             "the genesis"),
+              std::string::npos)
+        << untrusted.error().message;
+    Hash32 other = root;
+    other[31] ^= 1;
+    auto wrong = import_file(**db, sepolia_config(), kSepolia, {}, ImportOptions{other});
+    ASSERT_FALSE(wrong);
+    EXPECT_NE(wrong.error().message.find("is not the trusted root"), std::string::npos) << wrong.error().message;
+    EXPECT_FALSE((*db)->head());
+    EXPECT_EQ((*db)->config(), nullptr);  // nothing written, not even the network
+
+    auto imported = import_file(**db, sepolia_config(), kSepolia, {}, ImportOptions{root});
+    ASSERT_TRUE(imported) << imported.error().message;
+    EXPECT_EQ(imported->imported, 8192u);
+    EXPECT_EQ((*db)->first_block(), 172032u);
+    EXPECT_EQ((*db)->head()->number, 180223u);
+    ASSERT_TRUE(verify_chain(**db));
+
+    auto store = EraStore::open((datadir.path() / "history").string());
+    ASSERT_TRUE(store) << store.error().message;
+    auto h = import_history(**db, **store, kSepolia);
+    ASSERT_TRUE(h) << h.error().message;
+    EXPECT_EQ(h->transactions, 93u);
+    EXPECT_EQ(h->receipts, 93u);
+    EXPECT_EQ((*store)->range(), (BlockRange{172032, 180223}));
+    EXPECT_TRUE(fs::exists(datadir.path() / "history" / "sepolia-00021-b8814b14.era1"));
 }
 
 TEST(EraStore, RangeIsTheRunOfWholeEpochsEndingAtTheHighestAndTheOpenFilesAreBounded) {

@@ -65,8 +65,9 @@ class Checker {
         if (n != next_) {
             if (!head_ && staged_ == 0) {
                 return make_error(fmt::format(
-                    "{}: block {}: the database is empty, so the import must start at the genesis (block 0)", path_,
-                    n));
+                    "{}: block {}: the database is empty, so the import must start at the genesis (block 0), or at "
+                    "an .era1 epoch whose accumulator root --trusted-root names",
+                    path_, n));
             }
             return make_error(fmt::format("{}: block {}: does not link: expected block {} next", path_, n, next_));
         }
@@ -98,12 +99,24 @@ class Checker {
     }
 
     uint64_t skipped() const { return skipped_; }
+    // Whether the database held no chain when the import began.
+    bool starts_chain() const { return !head_; }
+    // Starts the chain staged here at `anchor` instead of the genesis. REQUIRES: starts_chain(),
+    // nothing staged yet.
+    void start_at(const Anchor& anchor) {
+        anchor_ = anchor;
+        next_ = anchor.number;
+        parent_ = anchor.parent_hash;
+        td_ = anchor.parent_td;
+    }
+    const std::optional<Anchor>& anchor() const { return anchor_; }
 
   private:
     const ChainDb& db_;
     const ChainConfig& config_;
     std::string path_;
     std::optional<Head> head_;
+    std::optional<Anchor> anchor_;
     uint64_t next_{0};
     Hash32 parent_{};
     U256 td_{0};
@@ -115,8 +128,33 @@ bool has_suffix(const std::string& s, std::string_view suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// An era1 file that starts a chain above the genesis is taken on trust in its accumulator root,
+// which commits to every header hash and total difficulty in the epoch (docs/history.md, "Later
+// epochs without the earlier ones"); its first header's parent and difficulty anchor the chain.
+Outcome<void> anchor_era1(const era1::Archive& archive, ByteView first_header, const std::optional<U256>& first_td,
+                          const std::optional<Hash32>& trusted, Checker& checker, const std::string& path) {
+    const uint64_t start = archive.start_number();
+    if (!trusted) {
+        return make_error(fmt::format(
+            "{}: block {}: the database is empty and this epoch does not start at the genesis; to start the datadir "
+            "here, name the epoch's accumulator root, from a source you trust, with --trusted-root (the file records "
+            "{})",
+            path, start, to_hex0x(archive.accumulator_root())));
+    }
+    auto header = decode_block_header(first_header);
+    if (!header) {
+        return make_error(
+            fmt::format("{}: block {}: not a valid block header: {}", path, start, header.error().message()));
+    }
+    if (!first_td || *first_td < header->difficulty) {
+        return make_error(fmt::format("{}: block {}: total difficulty below the block's own difficulty", path, start));
+    }
+    checker.start_at(Anchor{start, header->parent_hash, *first_td - header->difficulty});
+    return {};
+}
+
 Outcome<void> stage_era1(ByteView file, Checker& checker, const std::string& path, ItemBuffer& storage,
-                         std::vector<NewHeader>& staged) {
+                         std::vector<NewHeader>& staged, const std::optional<Hash32>& trusted) {
     auto archive = era1::Archive::parse(file);
     if (!archive) return make_error(fmt::format("{}: not a valid era1 archive: {}", path, archive.error().message()));
     const size_t count = archive->count();
@@ -145,6 +183,13 @@ Outcome<void> stage_era1(ByteView file, Checker& checker, const std::string& pat
     if (*root != archive->accumulator_root()) {
         return make_error(fmt::format("{}: accumulator mismatch: the archive records {}, its headers give {}", path,
                                       to_hex0x(archive->accumulator_root()), to_hex0x(*root)));
+    }
+    if (trusted && *trusted != *root) {
+        return make_error(fmt::format("{}: accumulator root {} is not the trusted root {} (--trusted-root)", path,
+                                      to_hex0x(*root), to_hex0x(*trusted)));
+    }
+    if (checker.starts_chain() && archive->start_number() > 0 && count > 0) {
+        if (auto r = anchor_era1(*archive, storage.item(0), tds[0], trusted, checker, path); !r) return r;
     }
     for (size_t i = 0; i < count; ++i) {
         const uint64_t number = archive->start_number() + i;
@@ -187,7 +232,7 @@ Outcome<void> stage_rlp(ByteView file, Checker& checker, const std::string& path
 }  // namespace
 
 Outcome<ImportSummary> import_file(ChainDb& db, const ChainConfig& config, const std::string& path,
-                                   const ProgressFn& progress) {
+                                   const ProgressFn& progress, const ImportOptions& options) {
     auto file = MappedFile::open(path);
     if (!file) return file.error();
     if (file->bytes().empty()) return make_error(fmt::format("{}: file is empty", path));
@@ -199,8 +244,14 @@ Outcome<ImportSummary> import_file(ChainDb& db, const ChainConfig& config, const
     std::vector<NewHeader> staged;
     ItemBuffer storage;
     if (has_suffix(path, ".era1")) {
-        if (auto r = stage_era1(file->bytes(), checker, path, storage, staged); !r) return r.error();
+        if (auto r = stage_era1(file->bytes(), checker, path, storage, staged, options.trusted_root); !r) {
+            return r.error();
+        }
     } else {
+        if (options.trusted_root) {
+            return make_error(
+                fmt::format("{}: --trusted-root names an epoch's accumulator root: .era1 files only", path));
+        }
         if (auto r = stage_rlp(file->bytes(), checker, path, staged); !r) return r.error();
     }
 
@@ -213,7 +264,8 @@ Outcome<ImportSummary> import_file(ChainDb& db, const ChainConfig& config, const
     for (size_t i = 0; i < staged.size(); i += kWriteBatch) {
         const size_t end = std::min(staged.size(), i + kWriteBatch);
         const std::span<const NewHeader> batch(staged.data() + i, end - i);
-        if (auto r = db.append(batch); !r) return make_error(fmt::format("{}: {}", path, r.error().message));
+        const std::optional<Anchor> anchor = i == 0 ? checker.anchor() : std::nullopt;
+        if (auto r = db.append(batch, anchor); !r) return make_error(fmt::format("{}: {}", path, r.error().message));
         if (progress) progress("import", end, staged.size());
     }
     summary.imported = staged.size();
@@ -371,11 +423,14 @@ Outcome<VerifySummary> verify_chain(const ChainDb& db, const ProgressFn& progres
     const ChainConfig* config = db.config();
     if (!head || config == nullptr) return make_error(fmt::format("datadir {} holds no headers", db.datadir()));
     summary.ancient_items = db.ancient_items();
+    // A chain anchored above the genesis is checked from its anchor up.
+    const std::optional<Anchor> anchor = db.anchor();
+    const uint64_t first = anchor ? anchor->number : 0;
     const uint64_t total = head->number + 1;
     ItemBuffer buf;
-    Hash32 parent{};
-    U256 td{0};
-    for (uint64_t from = 0; from < total;) {
+    Hash32 parent = anchor ? anchor->parent_hash : Hash32{};
+    U256 td = anchor ? anchor->parent_td : U256{0};
+    for (uint64_t from = first; from < total;) {
         const uint64_t n = std::min(kChunk, total - from);
         auto r = db.header_range(from, n, Order::kAscending, buf);
         if (!r) {
@@ -428,7 +483,7 @@ Outcome<VerifySummary> verify_chain(const ChainDb& db, const ProgressFn& progres
         }
         from += n;
         summary.headers += n;
-        if (progress) progress("verify", from, total);
+        if (progress) progress("verify", from - first, total - first);
     }
     if (parent != head->hash) {
         return make_error(fmt::format("verify: the last header hashes to {} but the head entry is {}", to_hex0x(parent),

@@ -24,13 +24,20 @@ struct ImportSummary {
     std::optional<uint64_t> last;
 };
 
+struct ImportOptions {
+    // The accumulator root of the .era1 file, vouched for by the operator: required for a file that
+    // starts an empty database above the genesis (the chain is then anchored at its first block;
+    // db::Anchor, docs/history.md), and checked against whichever .era1 file it is given with.
+    std::optional<Hash32> trusted_root;
+};
+
 // Imports one file into db, which must hold `config` (stored on first import). The whole file is
 // checked before anything is written: RLP, header layout for the network's forks, numbers, parent
-// links from the genesis or the current head, the genesis hash, total difficulty and, for .era1,
-// the epoch accumulator. A failing file leaves the database as it was; errors name the file, the
-// byte offset or block number, and the reason.
+// links from the genesis (or the anchor) or the current head, the genesis hash, total difficulty
+// and, for .era1, the epoch accumulator. A failing file leaves the database as it was; errors name
+// the file, the byte offset or block number, and the reason.
 Outcome<ImportSummary> import_file(ChainDb& db, const ChainConfig& config, const std::string& path,
-                                   const ProgressFn& progress = {});
+                                   const ProgressFn& progress = {}, const ImportOptions& options = {});
 
 struct HistorySummary {
     uint64_t epoch{0};

@@ -23,6 +23,9 @@ inline constexpr std::string_view kHeadTdKey = "headerd-head-td";          // RL
 inline constexpr std::string_view kVersionKey = "headerd-schema-version";  // RLP integer
 // The skeleton's bounds, RLP [head, head_hash, tail, tail_parent] (db::Skeleton).
 inline constexpr std::string_view kSkeletonKey = "headerd-skeleton";
+// Where a chain that does not start at the genesis starts, RLP [number, parent_hash, parent_td]
+// (db::Anchor); absent for a chain from the genesis.
+inline constexpr std::string_view kAnchorKey = "headerd-anchor";
 inline constexpr uint64_t kSchemaVersion = 1;
 
 using HeaderKey = std::array<uint8_t, 1 + 8 + 32>;

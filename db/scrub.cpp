@@ -37,8 +37,9 @@ void ChainDb::mark_damaged(uint64_t block) const { impl_->mark(block); }
 Outcome<ChainDb::ScrubStep> ChainDb::scrub(uint64_t top, uint64_t count, std::optional<Hash32> expect) {
     ScrubStep step;
     const std::optional<Head> head = this->head();
-    if (!head || count == 0 || top > head->number) return step;
-    const uint64_t lo = top + 1 > count ? top + 1 - count : 0;
+    const uint64_t first = first_block();
+    if (!head || count == 0 || top > head->number || top < first) return step;
+    const uint64_t lo = std::max(first, top + 1 > count ? top + 1 - count : 0);
     const uint64_t want = top - lo + 1;
     constexpr size_t kNoCap = std::numeric_limits<size_t>::max();
 
@@ -205,7 +206,14 @@ Outcome<void> ChainDb::repair_header(uint64_t number, ByteView rlp) {
         return make_error(
             fmt::format("repair of block {}: the new header does not decode as block {}", number, number));
     }
-    if (number > 0 && !impl_->range_damaged(number - 1, number - 1)) {
+    if (const auto anchor = this->anchor(); anchor && number == anchor->number) {
+        if (peek->parent_hash != anchor->parent_hash) {
+            return make_error(
+                fmt::format("repair of block {}: the new header's parent hash {} is not {}, where the "
+                            "chain is anchored",
+                            number, to_hex0x(peek->parent_hash), to_hex0x(anchor->parent_hash)));
+        }
+    } else if (number > 0 && !impl_->range_damaged(number - 1, number - 1)) {
         ItemBuffer below;
         auto r = read_range(number - 1, 1, Order::kAscending, below, std::numeric_limits<size_t>::max(), false);
         if (r && below.size() == 1 && keccak256(below.item(0)) != peek->parent_hash) {

@@ -155,6 +155,13 @@ Outcome<SkeletonLink> ChainDb::skeleton_link_point() const {
     const std::optional<Skeleton> s = skeleton();
     if (!s) return make_error("there is no skeleton to link");
     const std::optional<Head> head = this->head();
+    if (const auto anchor = this->anchor(); anchor && s->tail <= anchor->number) {
+        return make_error(
+            fmt::format("the skeleton reaches block {}, at or below block {} where this datadir's chain starts (it "
+                        "was imported from a trusted epoch; docs/history.md): headerd does not extend such a chain "
+                        "downwards",
+                        s->tail, anchor->number));
+    }
     if (s->tail == 0) {
         std::string rlp;
         leveldb::Status st = impl_->ldb->Get(leveldb::ReadOptions(), slice(schema::skeleton_key(0)), &rlp);

@@ -61,7 +61,8 @@ int cmd_generate(int argc, char** argv) {
 int cmd_import(int argc, char** argv) {
     CommandSpec spec{"import",
                      "import headers from .era1 archives or .rlp files (headers or full blocks)",
-                     "--datadir DIR [--network mainnet | --synthetic N[:SEED]] [--history] FILE...",
+                     "--datadir DIR [--network mainnet|sepolia | --synthetic N[:SEED]] [--history] "
+                     "[--trusted-root HASH] FILE...",
                      {datadir_option(),
                       network_option("network of the files; must match the datadir's"),
                       synthetic_option(),
@@ -69,10 +70,15 @@ int cmd_import(int argc, char** argv) {
                        "also keep the bodies and receipts of .era1 files, each checked against its header, to serve "
                        "them (DIR/history; docs/history.md)",
                        "", false},
+                      {"trusted-root", "HASH",
+                       "the accumulator root of the first FILE, from a source you trust: lets an empty datadir start "
+                       "at a later .era1 epoch instead of the genesis (docs/history.md)",
+                       "", false},
                       verbosity_option()},
                      true,
                      "FILE...  .era1 archives, or .rlp files of concatenated header RLP or block RLP, imported in "
-                     "order;\n         the first must start at the genesis or link to the database head"};
+                     "order;\n         the first must start at the genesis (or --trusted-root's epoch) or link to the "
+                     "database head"};
     int code = 0;
     auto args = start(spec, argc, argv, &code);
     if (!args) return code;
@@ -85,6 +91,12 @@ int cmd_import(int argc, char** argv) {
         for (const std::string& file : args->positional()) {
             if (!file.ends_with(".era1")) return fail(fmt::format("--history: {} is not an .era1 file", file));
         }
+    }
+    db::ImportOptions first_options;
+    if (auto root = args->get("trusted-root")) {
+        auto parsed = hash_from_hex(*root);
+        if (!parsed) return fail(fmt::format("--trusted-root: {} is not a 32-byte hex hash", *root));
+        first_options.trusted_root = *parsed;
     }
     std::optional<synthetic::Generator> synthetic_network;
     auto network = network_from_args(*args, synthetic_network);
@@ -109,7 +121,8 @@ int cmd_import(int argc, char** argv) {
     for (const std::string& file : args->positional()) {
         const std::string name = std::filesystem::path(file).filename().string();
         Progress progress(fmt::format("Importing {}", name));
-        auto r = db::import_file(db, **network, file, progress_fn(progress));
+        auto r = db::import_file(db, **network, file, progress_fn(progress),
+                                 &file == &args->positional().front() ? first_options : db::ImportOptions{});
         if (!r) {
             spdlog::error("{}", r.error().message);
             rc = kExitFailure;
@@ -190,6 +203,8 @@ int cmd_inspect(int argc, char** argv) {
     o["network"] = config ? config->name : "";
     o["network_id"] = config ? config->network_id : 0;
     o["genesis_hash"] = config ? to_hex0x(config->genesis_hash) : "";
+    // The lowest block held: 0, or where a chain imported from a later epoch starts (docs/history.md).
+    o["first_block"] = head ? boost::json::value(db.first_block()) : boost::json::value(nullptr);
     o["head_number"] = head ? boost::json::value(head->number) : boost::json::value(nullptr);
     o["head_hash"] = head ? boost::json::value(to_hex0x(head->hash)) : boost::json::value(nullptr);
     o["head_total_difficulty"] = head ? boost::json::value(head->total_difficulty.str()) : nullptr;
@@ -225,6 +240,9 @@ int cmd_inspect(int argc, char** argv) {
     const ForkId id = compute_fork_id(*config, head->number, head->timestamp);
     std::cout << fmt::format("network           {} (id {})\n", config->name, config->network_id)
               << fmt::format("genesis           {}\n", to_hex0x(config->genesis_hash))
+              << (db.first_block() > 0
+                      ? fmt::format("first block       {} (anchored: no header below it is held)\n", db.first_block())
+                      : std::string())
               << fmt::format("head              {} {}\n", head->number, to_hex0x(head->hash))
               << fmt::format("head TD           {}\n", head->total_difficulty.str())
               << fmt::format("fork id           {} next {}\n", to_hex0x(id.hash), id.next)
