@@ -49,10 +49,20 @@ expect_fail "missing file" "nonexistent.era1" "$HEADERD" import --datadir "$D" "
 expect_fail "hive chain into an empty datadir" "must start at the genesis" \
     "$HEADERD" import --datadir "$WORK/fresh3" "$DATA/hive-testchain-blocks-1-600.rlp"
 expect_fail "hive chain onto mainnet" "block 1" "$HEADERD" import --datadir "$D" "$DATA/hive-testchain-blocks-1-600.rlp"
-# Sepolia's epoch 21 on its own network: it starts at block 172032, far from the genesis; on a
-# mainnet datadir it is the wrong network.
-expect_fail "sepolia epoch 21 into an empty datadir" "must start at the genesis" \
+# Sepolia's epoch 21 on its own network: it starts at block 172032, far from the genesis, so an
+# empty datadir takes it only with its accumulator root named (a wrong one is refused; an .rlp
+# file has no root to name); on a mainnet datadir it is the wrong network.
+expect_fail "sepolia epoch 21 into an empty datadir" "does not start at the genesis; to start the datadir here" \
     "$HEADERD" import --datadir "$WORK/fresh4" --network sepolia "$DATA/sepolia-00021-b8814b14.era1"
+expect_fail "sepolia epoch 21 with a wrong trusted root" "is not the trusted root" \
+    "$HEADERD" import --datadir "$WORK/fresh4" --network sepolia \
+    --trusted-root 0xb8814b146889489efd392d80c7ca4e418d39302e25323a55882ca8cc0ef013e4 "$DATA/sepolia-00021-b8814b14.era1"
+expect_fail "a trusted root for an .rlp file" ".era1 files only" \
+    "$HEADERD" import --datadir "$WORK/fresh3" \
+    --trusted-root 0xb8814b146889489efd392d80c7ca4e418d39302e25323a55882ca8cc0ef013e3 "$DATA/hive-testchain-blocks-1-600.rlp"
+expect_fail "a trusted root that is not a hash" "is not a 32-byte hex hash" \
+    "$HEADERD" import --datadir "$WORK/fresh4" --network sepolia --trusted-root 0xb8814b14 "$DATA/sepolia-00021-b8814b14.era1"
+[[ ! -e $WORK/fresh4/chaindata && ! -e $WORK/fresh3/chaindata ]] || { echo "FAIL: a refused import left a database" >&2; exit 1; }
 expect_fail "sepolia onto mainnet" "holds network mainnet" \
     "$HEADERD" import --datadir "$D" --network sepolia "$DATA/sepolia-00021-b8814b14.era1"
 expect_fail "unknown network" "unknown network (mainnet, sepolia" \

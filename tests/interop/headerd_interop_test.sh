@@ -6,7 +6,8 @@
 #          must appear, in order, in get's output, and server.js must have seen the exact request.
 #   history: history_client.js (ethereumjs) -> headerd serve on a datadir imported with --history:
 #          every body and receipt list of blocks 0..8191, eth/68 and eth/69, checked against the
-#          header roots by @ethereumjs/block and @ethereumjs/mpt; `import --history` refusals.
+#          header roots by @ethereumjs/block and @ethereumjs/mpt; `import --history` refusals; the
+#          same for Sepolia's epoch 21 alone, in a datadir anchored with --trusted-root.
 #
 # Usage: headerd_interop_test.sh HEADERD [serve|get|history|all]        (default all)
 # Needs node >= 20 and `npm ci` run in tests/interop; exits 77 (CTest SKIP_RETURN_CODE) if not.
@@ -173,6 +174,36 @@ test_history() {
         echo "== history_client.js --eth $eth -> headerd serve (history)"
         node "$HERE/history_client.js" "$(cat "$d/enode")" --eth "$eth" --timeout 120 ||
             { cat "$WORK/serve-history.log" >&2; fail "history_client.js --eth $eth"; }
+    done
+    stop_bg
+    test_history_later_epoch
+}
+
+# Sepolia's epoch 21 alone (blocks 172032..180223, real transactions and receipts): a datadir that
+# starts there, anchored on the epoch's accumulator root, serves it as any history node does.
+test_history_later_epoch() {
+    local d=$WORK/sepolia-datadir eth out rc era=$DATA/sepolia-00021-b8814b14.era1
+    # geth names the file after this root's first 4 bytes.
+    local root=0xb8814b146889489efd392d80c7ca4e418d39302e25323a55882ca8cc0ef013e3
+    rc=0
+    out=$("$HEADERD" import --datadir "$d" --network sepolia --history "$era" 2>&1) || rc=$?
+    [[ $rc -ne 0 && $out == *"block 172032: the database is empty and this epoch does not start at the genesis"* ]] ||
+        { echo "$out" >&2; fail "an untrusted later epoch into an empty datadir: exit $rc"; }
+    [[ ! -e $d/chaindata && -z $(ls -A "$d/history" 2>/dev/null) ]] || fail "a refused import left data in $d"
+    timeout 300 "$HEADERD" import --datadir "$d" --network sepolia --trusted-root "$root" --history "$era" \
+        >"$WORK/import-sepolia.log" 2>&1 || { cat "$WORK/import-sepolia.log" >&2; fail "import --trusted-root"; }
+    grep -q 'Imported history.*epoch=21 blocks=8192 transactions=93 receipts=93' "$WORK/import-sepolia.log" ||
+        { cat "$WORK/import-sepolia.log" >&2; fail "no Sepolia history summary"; }
+    "$HEADERD" inspect --datadir "$d" | grep -q '^first block *172032 ' || fail "inspect does not show the first block"
+    "$HEADERD" serve --datadir "$d" --listen "127.0.0.1:0" >"$WORK/serve-sepolia.log" 2>&1 &
+    BG_PID=$!
+    wait_for_file "$d/enode" "$WORK/serve-sepolia.log" 20
+    grep -q 'Serving history.*range=172032..180223 announced=172032..180223' "$WORK/serve-sepolia.log" ||
+        { cat "$WORK/serve-sepolia.log" >&2; fail "serve did not say it serves history 172032..180223"; }
+    for eth in 68 69; do
+        echo "== history_client.js --eth $eth --network sepolia -> headerd serve (epoch 21 only)"
+        node "$HERE/history_client.js" "$(cat "$d/enode")" --eth "$eth" --network sepolia --era1 "$era" --timeout 120 ||
+            { cat "$WORK/serve-sepolia.log" >&2; fail "history_client.js --eth $eth --network sepolia"; }
     done
     stop_bg
 }

@@ -1,27 +1,36 @@
 #!/usr/bin/env node
 'use strict'
-// An @ethereumjs/devp2p peer that fetches every block body and receipt list of mainnet blocks
-// 0..8191 from a history server (headerd serve on a datadir imported with --history) and checks
-// each against its header with independent code: @ethereumjs/block rebuilds the transactions trie
-// and the uncle hash, @ethereumjs/mpt the receipts trie. The headers come from tests/data, checked
-// on load by chain.js; nothing of headerd's decides whether a reply is right.
+// An @ethereumjs/devp2p peer that fetches every block body and receipt list of an epoch from a
+// history server (headerd serve on a datadir imported with --history) and checks each against its
+// header with independent code: @ethereumjs/block rebuilds the transactions trie and the uncle
+// hash, @ethereumjs/mpt the receipts trie. Nothing of headerd's decides whether a reply is right.
 //
-//   node history_client.js ENODE [--eth 68|69] [--timeout SECONDS]
+//   node history_client.js ENODE [--eth 68|69] [--network mainnet|sepolia] [--era1 FILE]
+//                                [--timeout SECONDS]
 //
+// mainnet: blocks 0..8191, headers from tests/data, checked on load by chain.js.
+// sepolia: the epoch in --era1 FILE (tests/data's epoch 21, blocks 172032..180223, with real
+// transactions and receipts), its headers read from the file by era1.js and checked by their
+// links; the server must serve those same headers and nothing below the epoch.
 // Asks as geth's downloader does (128 bodies, 256 receipt lists a request), then checks the
 // serving rules: a request of 1100 hashes gets 1024 bodies, and a reply ends at an unknown hash.
-// eth/69: the Status must announce [0, 8191] (every block's body and receipts are served).
+// eth/69: the Status must announce the epoch (every block's body and receipts are served).
 // Prints "ok: ..." / "FAIL: ..." lines and exits 0 only if every check passed.
 
 const { RLP } = require('@ethereumjs/rlp')
 const { createBlockFromBytesArray } = require('@ethereumjs/block')
 const { createMPT } = require('@ethereumjs/mpt')
 const { keccak256 } = require('ethereum-cryptography/keccak.js')
-const { loadChain, mainnetCommon, listElements, bytesEqual, bytesToUint } = require('./chain.js')
+const { Common, Sepolia, Hardfork } = require('@ethereumjs/common')
+const { loadChain, mainnetCommon, listElements, bytesEqual, bytesToUint, uintBytes, hex } = require('./chain.js')
 const { CODES, statusOpts } = require('./eth.js')
 const { connect, exchangeStatus, closeText, ok, fail, finish, startRun } = require('./session.js')
+const { readEra1Headers } = require('./era1.js')
 
-const USAGE = 'usage: node history_client.js ENODE [--eth 68|69] [--timeout SECONDS]'
+const USAGE =
+  'usage: node history_client.js ENODE [--eth 68|69] [--network mainnet|sepolia] [--era1 FILE] [--timeout SECONDS]'
+const SEPOLIA_NETWORK_ID = 11155111n
+const SEPOLIA_GENESIS = '0x25a5cc106eea7138acab33231d7160d69cb777ee0c2c553fcddf5138993e6dd9'
 const BODIES_PER_REQUEST = 128 // geth's MaxBlockFetch
 const RECEIPTS_PER_REQUEST = 256 // geth's MaxReceiptFetch
 const MAX_ITEMS_SERVE = 1024 // geth's maxBodiesServe / maxReceiptsServe
@@ -69,34 +78,76 @@ async function receiptsRoot(values) {
   return trie.root()
 }
 
+// The epoch under test in the shape chain.js's loadChain gives: headers (first to last), head, and
+// what a Status of this network carries; `common` is the chain @ethereumjs/block judges bodies by.
+function sepoliaEpoch(file) {
+  const headers = readEra1Headers(file)
+  const head = headers[headers.length - 1]
+  // Sepolia's forks up to block 1,735,371 (MergeNetsplit) all came at block 0: from the genesis to
+  // there, a node is at London; @ethereumjs/common derives the fork id from its own table.
+  const common = new Common({ chain: Sepolia, hardfork: Hardfork.London })
+  const forkHash = common.forkHash(Hardfork.London)
+  const next = common.nextHardforkBlockOrTimestamp(Hardfork.London)
+  return {
+    headers,
+    head,
+    genesisHash: Uint8Array.from(Buffer.from(SEPOLIA_GENESIS.slice(2), 'hex')),
+    networkId: SEPOLIA_NETWORK_ID,
+    forkId: { hash: Uint8Array.from(Buffer.from(forkHash.slice(2), 'hex')), next },
+    common,
+  }
+}
+
+// The headers the server gives for [from, from + count), compared byte for byte with ours.
+async function checkHeaders(session, id, chain, from, count) {
+  const items = replyItems(
+    await session.request(CODES.GET_BLOCK_HEADERS, CODES.BLOCK_HEADERS, id, [uintBytes(from), uintBytes(count), uintBytes(0), uintBytes(0)]),
+    id,
+  )
+  return items
+}
+
 async function main() {
-  const args = startRun('history_client.js', USAGE, { eth: '68', timeout: '120' }, (a) => {
-    if (a.versions.length !== 1) throw new Error('--eth: one version')
-  })
+  const args = startRun(
+    'history_client.js',
+    USAGE,
+    { eth: '68', timeout: '120', network: 'mainnet', era1: '' },
+    (a) => {
+      if (a.versions.length !== 1) throw new Error('--eth: one version')
+      if (a.network !== 'mainnet' && a.network !== 'sepolia') throw new Error(`--network: ${a.network}`)
+      if (a.network === 'sepolia' && a.era1 === '') throw new Error('--network sepolia needs --era1 FILE')
+    },
+  )
   args.version = args.versions[0]
 
-  const chain = loadChain()
-  const common = mainnetCommon()
-  const session = await connect(args.target, [args.version])
+  const chain = args.network === 'mainnet' ? { ...loadChain(), common: mainnetCommon() } : sepoliaEpoch(args.era1)
+  const common = chain.common
+  const first = chain.headers[0].number
+  const session = await connect(args.target, [args.version], { common })
   const status = await exchangeStatus(session, statusOpts(args.version, chain))
-  ok(`connected, eth/${args.version} Status accepted`)
+  ok(`connected to a ${args.network} node, eth/${args.version} Status accepted`)
   if (args.version >= 69) {
     const f = status.fields
     const range = `${bytesToUint(f[4])}..${bytesToUint(f[5])}`
-    if (range === `0..${chain.head.number}`) ok(`Status announces the full-block range ${range}`)
-    else fail(`Status announces ${range}, expected 0..${chain.head.number}`)
+    if (range === `${first}..${chain.head.number}`) ok(`Status announces the full-block range ${range}`)
+    else fail(`Status announces ${range}, expected ${first}..${chain.head.number}`)
   }
+  // The head the server names: eth/69's latestHash, eth/68's bestHash (the library's status object).
+  const headHash = args.version >= 69 ? status.fields[6] : status.bestHash
+  if (bytesEqual(headHash, chain.head.hash)) ok(`Status names block ${chain.head.number} as the head`)
+  else fail(`Status head hash ${hex(headHash)}, expected ${chain.head.hashHex}`)
 
   let id = 1n
   // Bodies: every block, checked against its header by @ethereumjs/block.
   let bodies = 0
   let uncles = 0
+  let txCount = 0
   for (let from = 0; from < chain.headers.length; from += BODIES_PER_REQUEST) {
     const hs = chain.headers.slice(from, from + BODIES_PER_REQUEST)
     id++
     const items = replyItems(await session.request(CODES.GET_BLOCK_BODIES, CODES.BLOCK_BODIES, id, hs.map((h) => h.hash)), id)
     if (items.length !== hs.length) {
-      fail(`GetBlockBodies ${from}..${from + hs.length - 1}: ${items.length} bodies, expected ${hs.length}`)
+      fail(`GetBlockBodies ${first + from}..${first + from + hs.length - 1}: ${items.length} bodies, expected ${hs.length}`)
       continue
     }
     for (let i = 0; i < hs.length; i++) {
@@ -106,9 +157,10 @@ async function main() {
       else if (!block.uncleHashIsValid()) fail(`block ${hs[i].number}: uncles do not match the ommers hash`)
       else bodies++
       uncles += ommers.length
+      txCount += txs.length
     }
   }
-  if (bodies === chain.headers.length) ok(`${bodies} bodies (${uncles} uncles) match their headers`)
+  if (bodies === chain.headers.length) ok(`${bodies} bodies (${txCount} transactions, ${uncles} uncles) match their headers`)
 
   // Receipts: every block, checked against receiptsRoot with @ethereumjs/mpt.
   let lists = 0
@@ -118,7 +170,7 @@ async function main() {
     id++
     const items = replyItems(await session.request(CODES.GET_RECEIPTS, CODES.RECEIPTS, id, hs.map((h) => h.hash)), id)
     if (items.length !== hs.length) {
-      fail(`GetReceipts ${from}..${from + hs.length - 1}: ${items.length} lists, expected ${hs.length}`)
+      fail(`GetReceipts ${first + from}..${first + from + hs.length - 1}: ${items.length} lists, expected ${hs.length}`)
       continue
     }
     for (let i = 0; i < hs.length; i++) {
@@ -130,6 +182,19 @@ async function main() {
     }
   }
   if (lists === chain.headers.length) ok(`${lists} receipt lists (${receipts} receipts) match their headers`)
+
+  // The headers: the same bytes as ours, and none below the first block held.
+  id++
+  const served = await checkHeaders(session, id, chain, first, 192)
+  const same = served.length === 192 && served.every((raw, i) => bytesEqual(raw, chain.headers[i].raw))
+  if (same) ok(`GetBlockHeaders ${first}+192: the same headers, byte for byte`)
+  else fail(`GetBlockHeaders ${first}+192: ${served.length} headers, not ours`)
+  if (first > 0) {
+    id++
+    const below = await checkHeaders(session, id, chain, first - 1, 2)
+    if (below.length === 0) ok(`GetBlockHeaders from block ${first - 1}, below the epoch: nothing`)
+    else fail(`GetBlockHeaders from block ${first - 1}: ${below.length} headers, expected none`)
+  }
 
   // The serving rules.
   id++

@@ -110,10 +110,11 @@ class Session {
 const withErrors = (msg, errors) => (errors.length > 0 ? `${msg}: ${errors.join('; ')}` : msg)
 
 // Dials the target and resolves once both Hellos are exchanged (RLPx 'peer:added').
-function connect(target, versions, { lenient = false } = {}) {
+// `common` is the chain whose fork id the library checks the server's against (mainnet's first).
+function connect(target, versions, { lenient = false, common = mainnetCommon() } = {}) {
   const rlpx = new NoDelayRLPx(genPrivateKey(), {
     capabilities: versions.map((v) => ethCapability(v, { lenient })),
-    common: mainnetCommon(),
+    common,
     maxPeers: 1,
     clientId: new TextEncoder().encode('headerd-interop-client/ethereumjs-devp2p-10.0.0/nodejs'),
   })
@@ -215,7 +216,7 @@ function parseArgs(argv, usage, defaults) {
     if (a === '--help' || a === '-h') {
       console.log(usage)
       process.exit(0)
-    } else if ((a === '--eth' || a === '--timeout') && i + 1 < argv.length) {
+    } else if (a.startsWith('--') && Object.hasOwn(defaults, a.slice(2)) && i + 1 < argv.length) {
       opts[a.slice(2)] = argv[++i]
     } else if (a.startsWith('enode://') && enode === undefined) {
       enode = a
@@ -226,7 +227,7 @@ function parseArgs(argv, usage, defaults) {
   if (enode === undefined) throw new Error(usage)
   const timeout = Number(opts.timeout)
   if (!(timeout > 0)) throw new Error(`bad --timeout ${opts.timeout}`)
-  return { target: parseEnode(enode), versions: parseVersions(opts.eth), timeoutMs: timeout * 1000 }
+  return { ...opts, target: parseEnode(enode), versions: parseVersions(opts.eth), timeoutMs: timeout * 1000 }
 }
 
 // The start of a client's run: its arguments (a usage error exits 2), and a global timeout so that
