@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "core/block_body.hpp"
+#include "core/block_header.hpp"
 #include "core/hex.hpp"
 
 namespace headerd::db {
@@ -168,6 +170,15 @@ Outcome<std::shared_ptr<const EraStore::Open>> EraStore::archive_of(uint64_t num
 }
 
 Outcome<bool> EraStore::read_into(uint64_t number, Bytes& out, bool receipts) const {
+    if (any_damaged_.load(std::memory_order_acquire)) [[unlikely]] {
+        std::lock_guard lock(damaged_mu_);
+        if (damaged_.contains(number)) {
+            return corrupt_error(fmt::format("block {}: its {} failed the scrubber's check (not served; import a sound "
+                                             "copy of its epoch: docs/history.md)",
+                                             number, receipts ? "receipt list" : "body"),
+                                 number);
+        }
+    }
     auto open = archive_of(number);
     if (!open) return open.error();
     if (*open == nullptr) return false;
@@ -200,6 +211,60 @@ Outcome<void> EraStore::add(const std::string& path, std::string_view network, u
     sync_dir(dir_);
     epochs_.emplace(epoch, EpochFile{to, count});
     return {};
+}
+
+Outcome<std::vector<uint64_t>> EraStore::scrub(const HeaderSource& headers, uint64_t first, uint64_t count) {
+    std::vector<uint64_t> found;
+    ItemBuffer header;
+    Bytes body, receipts;
+    for (uint64_t number = first; number - first < count; ++number) {
+        auto open = archive_of(number);
+        std::string problem;
+        if (!open) {
+            problem = open.error().message;
+        } else if (*open == nullptr) {
+            continue;  // not held
+        } else {
+            const era1::Archive& archive = (*open)->archive;
+            const size_t i = static_cast<size_t>(number - archive.start_number());
+            if (auto r = headers.header_range(number, 1, Order::kAscending, header); !r) return r.error();
+            if (header.size() != 1) continue;  // no header to judge by (not held, or damaged itself)
+            auto decoded = decode_block_header(header.item(0));
+            if (!decoded) return make_error(fmt::format("block {}: the stored header does not decode", number));
+            auto b = archive.body(i, body);
+            auto r = archive.receipts(i, receipts);
+            if (!b)
+                problem = fmt::format("the body does not decompress intact: {}", b.error().message());
+            else if (!r)
+                problem = fmt::format("the receipt list does not decompress intact: {}", r.error().message());
+            else if (auto v = verify_body(*decoded, *b); !v)
+                problem = v.error().message();
+            else if (auto w = verify_receipts(*decoded, *r); !w)
+                problem = w.error().message();
+        }
+        std::lock_guard lock(damaged_mu_);
+        if (problem.empty()) {
+            damaged_.erase(number);
+            problems_.erase(number);
+        } else {
+            damaged_.insert(number);
+            found.push_back(number);
+            problems_[number] = std::move(problem);
+        }
+        any_damaged_.store(!damaged_.empty(), std::memory_order_release);
+    }
+    return found;
+}
+
+std::vector<uint64_t> EraStore::damaged_blocks() const {
+    std::lock_guard lock(damaged_mu_);
+    return {damaged_.begin(), damaged_.end()};
+}
+
+std::string EraStore::damage(uint64_t number) const {
+    std::lock_guard lock(damaged_mu_);
+    auto it = problems_.find(number);
+    return it == problems_.end() ? std::string() : it->second;
 }
 
 size_t EraStore::open_files() const {

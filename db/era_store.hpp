@@ -7,18 +7,21 @@
 // checks every body and receipt list against the datadir's headers first (db/import.hpp).
 // Layout, trust and costs: docs/history.md.
 
+#include <atomic>
 #include <cstdint>
 #include <list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "core/era1.hpp"
+#include "core/header_source.hpp"
 #include "core/history_source.hpp"
 #include "db/mapped_file.hpp"
 
@@ -53,6 +56,17 @@ class EraStore final : public HistorySource {
     Outcome<void> add(const std::string& path, std::string_view network, uint64_t epoch, const Hash32& root,
                       uint64_t count);
 
+    // The scrubber's check of the held blocks among [first, first + count): each body and receipt
+    // list is read (its CRC checked) and checked against the canonical header of its number in
+    // `headers` (transactions root, ommers hash, withdrawals root, receipts root), as the import
+    // checked it. A block that fails is marked damaged, and its body and receipts are refused from
+    // then on (as an unreadable record is: a reply ends before it) until a later scrub finds it
+    // sound. Returns the damaged blocks found, ascending; an error only when a header cannot be read.
+    Outcome<std::vector<uint64_t>> scrub(const HeaderSource& headers, uint64_t first, uint64_t count);
+    // Blocks marked damaged, ascending, and what the scrub found wrong with one ("" if sound).
+    std::vector<uint64_t> damaged_blocks() const;
+    std::string damage(uint64_t number) const;
+
     struct EpochFile {
         std::string path;
         uint64_t count{0};  // blocks in the file
@@ -76,6 +90,11 @@ class EraStore final : public HistorySource {
     std::string dir_;
     EraStoreOptions options_;
     std::map<uint64_t, EpochFile> epochs_;  // changed only by add(), before serving starts
+
+    mutable std::mutex damaged_mu_;  // guards damaged_
+    std::set<uint64_t> damaged_;
+    std::map<uint64_t, std::string> problems_;  // why each damaged block is
+    std::atomic<bool> any_damaged_{false};      // readers skip the lock while nothing is damaged
 
     mutable std::mutex mu_;                                                    // guards the LRU below
     mutable std::list<std::pair<uint64_t, std::shared_ptr<const Open>>> lru_;  // most recent first

@@ -139,6 +139,57 @@ TEST_F(EraStoreTest, AnEpochWhoseHeadersTheDatadirLacksIsRefused) {
     EXPECT_TRUE(fs::is_empty(history_dir_));
 }
 
+// The scrubber's check: a file in the store whose bodies were swapped (each record intact, its CRC
+// sound) is found block by block against the headers, and neither body is served from then on.
+TEST_F(EraStoreTest, ScrubFindsBodiesThatDoNotMatchTheirHeadersAndTheyAreNotServed) {
+    const SwappedBodies swapped = swap_two_bodies();
+    write_file(fs::path(history_dir_) / "mainnet-00000-5ec1ffb8.era1", swapped.file);  // not through import
+    auto store = EraStore::open(history_dir_);
+    ASSERT_TRUE(store) << store.error().message;
+    Bytes out;
+    ASSERT_TRUE((*store)->append_body(swapped.first, out).value());  // served until a scrub looks
+
+    auto found = (*store)->scrub(*db_, 0, 8192);
+    ASSERT_TRUE(found) << found.error().message;
+    ASSERT_EQ(found->size(), 2u);
+    EXPECT_EQ(found->front(), swapped.first);
+    EXPECT_EQ((*store)->damaged_blocks(), *found);
+    EXPECT_NE((*store)->damage(swapped.first).find("uncles do not match the header's ommers hash"), std::string::npos)
+        << (*store)->damage(swapped.first);
+    for (uint64_t b : *found) {
+        out.clear();
+        auto body = (*store)->append_body(b, out);
+        ASSERT_FALSE(body);
+        EXPECT_EQ(body.error().kind, ErrorKind::kCorrupt);
+        EXPECT_NE(body.error().message.find("failed the scrubber's check"), std::string::npos) << body.error().message;
+        EXPECT_TRUE(out.empty());
+        EXPECT_FALSE((*store)->append_receipts(b, out));
+    }
+    out.clear();
+    EXPECT_TRUE((*store)->append_body(swapped.first + 1, out).value());  // the rest is served as before
+    // Blocks outside the held epochs are not judged.
+    auto beyond = (*store)->scrub(*db_, 8192, 100);
+    ASSERT_TRUE(beyond);
+    EXPECT_TRUE(beyond->empty());
+}
+
+// A flipped byte inside a compressed record fails its CRC: found, and not served.
+TEST_F(EraStoreTest, ScrubFindsARecordThatNoLongerDecompresses) {
+    Bytes file = headerd::testing::read_file(kMainnet);
+    auto archive = era1::Archive::parse(file);
+    ASSERT_TRUE(archive);
+    const ByteView body = archive->entries()[7000].compressed_body;
+    file[static_cast<size_t>(body.data() - file.data()) + body.size() / 2] ^= 0x40;
+    write_file(fs::path(history_dir_) / "mainnet-00000-5ec1ffb8.era1", file);
+    auto store = EraStore::open(history_dir_);
+    ASSERT_TRUE(store) << store.error().message;
+    auto found = (*store)->scrub(*db_, 6000, 2000);
+    ASSERT_TRUE(found) << found.error().message;
+    EXPECT_EQ(*found, std::vector<uint64_t>{7000});
+    EXPECT_NE((*store)->damage(7000).find("the body does not decompress intact"), std::string::npos)
+        << (*store)->damage(7000);
+}
+
 TEST_F(EraStoreTest, TruncatedFileIsRefused) {
     Bytes file = headerd::testing::read_file(kMainnet);
     file.resize(file.size() / 2);

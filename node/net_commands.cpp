@@ -121,6 +121,10 @@ int cmd_serve(int argc, char** argv) {
           "headers are never served, and with --follow they are fetched again",
           "20000", false},
          {"scrub-pause", "SECONDS", "rest between two scrubber passes (head down to the genesis)", "1", false},
+         {"scrub-history-rate", "N",
+          "blocks per second whose body and receipts the scrubber checks against the header, after each header "
+          "pass (when DATADIR/history holds epochs; 0: off); damaged ones are never served",
+          "500", false},
          {"cache", "MB",
           "LevelDB block cache in MiB (recent headers and the hash index); it fills to this size as the node "
           "serves and compacts",
@@ -162,6 +166,11 @@ int cmd_serve(int argc, char** argv) {
     }
     auto scrub_pause = parse_seconds("scrub-pause", args->get_or("scrub-pause", "1"));
     if (!scrub_pause) return fail(scrub_pause.error().message);
+    auto scrub_history_rate = parse_seconds("scrub-history-rate", args->get_or("scrub-history-rate", "500"));
+    if (!scrub_history_rate) {
+        return fail(fmt::format("--scrub-history-rate {}: expected blocks per second (a number >= 0)",
+                                args->get_or("scrub-history-rate", "")));
+    }
     auto reply_cache_mb = args->get_u64("reply-cache", 16);
     if (!reply_cache_mb || *reply_cache_mb > (1u << 20)) {
         return fail(
@@ -492,6 +501,10 @@ int cmd_serve(int argc, char** argv) {
     scrub.rate = *scrub_rate;
     scrub.pause = std::chrono::milliseconds(static_cast<int64_t>(*scrub_pause * 1000.0));
     scrub.metrics = scrub_metrics.get();
+    if (*scrub_history_rate > 0) {
+        scrub.history = history.get();
+        scrub.history_rate = *scrub_history_rate;
+    }
     auto repair_key = rlpx::PrivateKey::generate();
     if (following && repair_key) {
         scrub.repair = [&db, &follow, &follow_mutex, &repair_key] {

@@ -46,6 +46,16 @@ ScrubMetrics::ScrubMetrics(prometheus::Registry& registry) {
                               "salvages them)")
                           .Register(registry)
                           .Add({});
+    history_checked_ = &prometheus::BuildCounter()
+                            .Name("headerd_scrub_history_checked_total")
+                            .Help("Served blocks whose body and receipt list the scrubber checked against the header")
+                            .Register(registry)
+                            .Add({});
+    history_damaged_ = &prometheus::BuildGauge()
+                            .Name("headerd_scrub_history_damaged_blocks")
+                            .Help("Blocks whose body or receipt list failed the scrubber's check (never served)")
+                            .Register(registry)
+                            .Add({});
     ranges_ = &prometheus::BuildGauge()
                    .Name("headerd_scrub_damaged_range")
                    .Help("Runs of damaged blocks, first and last block number (at most 16 listed)")
@@ -65,6 +75,10 @@ void ScrubMetrics::on_pass(double seconds) {
 void ScrubMetrics::on_repaired(uint64_t n) { repaired_->Increment(static_cast<double>(n)); }
 
 void ScrubMetrics::set_damaged_files(size_t n) { damaged_files_->Set(static_cast<double>(n)); }
+
+void ScrubMetrics::on_history_step(uint64_t checked) { history_checked_->Increment(static_cast<double>(checked)); }
+
+void ScrubMetrics::set_history_damaged(size_t n) { history_damaged_->Set(static_cast<double>(n)); }
 
 void ScrubMetrics::set_damaged(const std::vector<uint64_t>& blocks) {
     // Children are replaced only when the set changed: a scrape never sees a range missing. The
@@ -115,6 +129,7 @@ bool Scrubber::sleep_until(std::chrono::steady_clock::time_point until) {
 void Scrubber::run() {
     using Clock = std::chrono::steady_clock;
     std::vector<uint64_t> last_damaged = db_.damaged_blocks();  // ascending, as of the last step
+    std::vector<uint64_t> last_history_damaged;
     Clock::time_point next_repair{};
     while (true) {
         const std::optional<db::Head> head = db_.head();
@@ -187,12 +202,50 @@ void Scrubber::run() {
                                               static_cast<double>(pass_checked) / options_.rate));
             if (!sleep_until(due)) return;
         }
+        if (options_.history != nullptr && !history_pass(last_history_damaged)) return;
         passes_++;
         const double seconds = std::chrono::duration<double>(Clock::now() - pass_start).count();
         if (options_.metrics) options_.metrics->on_pass(seconds);
         spdlog::debug("Scrub pass done                          headers={} seconds={:.1f}", pass_checked, seconds);
         if (!sleep_until(Clock::now() + options_.pause)) return;
     }
+}
+
+bool Scrubber::history_pass(std::vector<uint64_t>& last_damaged) {
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    uint64_t checked = 0;
+    for (const auto& [epoch, file] : options_.history->epochs()) {
+        const uint64_t first = epoch * db::kEpochBlocks;
+        for (uint64_t from = first; from < first + file.count;) {
+            const uint64_t n = std::min<uint64_t>(options_.batch, first + file.count - from);
+            auto found = options_.history->scrub(db_, from, n);
+            if (!found) {
+                spdlog::error("History scrub failed                     block={} err=\"{}\"", from,
+                              found.error().message);
+                return sleep_until(Clock::now() + options_.pause);
+            }
+            for (uint64_t b : *found) {
+                if (std::ranges::binary_search(last_damaged, b)) continue;
+                spdlog::error(
+                    "Damaged history found                    block={} err=\"{}\" (its body and receipts are "
+                    "not served; stop the node, delete {} and import a sound copy: docs/history.md)",
+                    b, options_.history->damage(b), file.path);
+            }
+            last_damaged = options_.history->damaged_blocks();
+            checked += n;
+            history_checked_ += n;
+            from += n;
+            if (options_.metrics) {
+                options_.metrics->on_history_step(n);
+                options_.metrics->set_history_damaged(last_damaged.size());
+            }
+            const auto due = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                                         static_cast<double>(checked) / options_.history_rate));
+            if (!sleep_until(due)) return false;
+        }
+    }
+    return true;
 }
 
 }  // namespace headerd::sync

@@ -2,9 +2,10 @@
 
 // The background scrubber of `serve` (docs/operations.md, "Bit rot"): walks the stored chain from
 // the head down to the genesis, again and again, at a bounded pace, rehashing every header against
-// its child's parent hash (ChainDb::scrub). Damaged blocks are marked, so serving refuses ranges
-// holding them; with `repair` set (serve --follow), they are fetched again and written back after
-// each step that found any. Progress and the damaged ranges are exported as headerd_scrub_*.
+// its child's parent hash (ChainDb::scrub); after each such pass it checks every body and receipt
+// list the node serves from DATADIR/history against its header (EraStore::scrub). Damaged blocks are marked, so serving
+// refuses ranges holding them; with `repair` set (serve --follow), they are fetched again and written back after each
+// step that found any. Progress and the damaged ranges are exported as headerd_scrub_*.
 //
 // Thread-safety: start() and stop() from one thread; the scrubber runs on its own thread, reading
 // the database as any reader does (the repair writes go through ChainDb's locks).
@@ -25,6 +26,7 @@
 #include <prometheus/registry.h>
 
 #include "db/chain_db.hpp"
+#include "db/era_store.hpp"
 
 namespace headerd::sync {
 
@@ -39,6 +41,9 @@ class ScrubMetrics {
     void set_damaged(const std::vector<uint64_t>& blocks);
     void on_repaired(uint64_t n);
     void set_damaged_files(size_t n);
+    // The history pass (bodies and receipt lists of DATADIR/history, checked against the headers).
+    void on_history_step(uint64_t checked);
+    void set_history_damaged(size_t n);
     static constexpr size_t kRanges = 16;
 
   private:
@@ -49,6 +54,8 @@ class ScrubMetrics {
     prometheus::Gauge* last_pass_;
     prometheus::Gauge* damaged_;
     prometheus::Gauge* damaged_files_;
+    prometheus::Counter* history_checked_;
+    prometheus::Gauge* history_damaged_;
     prometheus::Family<prometheus::Gauge>* ranges_;
     std::vector<prometheus::Gauge*> range_children_;
     std::vector<uint64_t> exported_;  // the blocks range_children_ describe
@@ -68,6 +75,10 @@ struct ScrubberOptions {
     std::function<uint64_t()> repair;
     // Least time between two repair attempts (peers that cannot help are not asked in a loop).
     std::chrono::milliseconds repair_retry{std::chrono::seconds(10)};
+    // The history the node serves, checked after each header pass (a body and receipt list per
+    // block, against the header's roots) at history_rate blocks per second; nullptr: none held.
+    db::EraStore* history{nullptr};
+    double history_rate{500};
 };
 
 class Scrubber {
@@ -81,9 +92,12 @@ class Scrubber {
     void stop();
     uint64_t passes() const noexcept { return passes_.load(); }
     uint64_t checked() const noexcept { return checked_.load(); }
+    uint64_t history_checked() const noexcept { return history_checked_.load(); }
 
   private:
     void run();
+    // One pass over every held epoch; false once stopped.
+    bool history_pass(std::vector<uint64_t>& last_damaged);
     // Sleeps until `until` or stop(); false once stopped.
     bool sleep_until(std::chrono::steady_clock::time_point until);
 
@@ -95,6 +109,7 @@ class Scrubber {
     bool stopping_{false};
     std::atomic<uint64_t> passes_{0};
     std::atomic<uint64_t> checked_{0};
+    std::atomic<uint64_t> history_checked_{0};
 };
 
 }  // namespace headerd::sync

@@ -1,9 +1,9 @@
 // The background scrubber (sync/scrubber.cpp) on the real mainnet headers 0..8191, blocks [0, 6144)
 // frozen: its passes cover the chain at its pace, its metrics follow them, a flipped byte in the
 // freezer is found, exported as a range and handed to the repair callback (no more often than its
-// retry), a repair that writes the true header back clears it, and a chain that grows and
-// freezes under the walk while readers read is never taken for damage. scripts/sanitize.sh runs
-// these under ThreadSanitizer too.
+// retry), a repair that writes the true header back clears it, a chain that grows and freezes
+// under the walk while readers read is never taken for damage, and held history is checked too. scripts/sanitize.sh
+// runs these under ThreadSanitizer too.
 
 #include "sync/scrubber.hpp"
 
@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,7 +23,9 @@
 #include "ancient/test_util.hpp"
 #include "core/block_header.hpp"
 #include "core/chain_config.hpp"
+#include "core/era1.hpp"
 #include "db/chain_db.hpp"
+#include "db/era_store.hpp"
 #include "db/import.hpp"
 #include "tests/reference_chain.hpp"
 
@@ -125,6 +128,43 @@ TEST_F(ScrubberTest, RateZeroNeverStarts) {
     s.start();
     std::this_thread::sleep_for(50ms);
     EXPECT_EQ(s.checked(), 0u);
+}
+
+// With history held, each pass also checks every body and receipt list of the epoch, at its own
+// pace; a record that no longer decompresses is found, logged once, exported, and not served.
+TEST_F(ScrubberTest, EachPassChecksTheHistoryAndADamagedRecordIsExportedAndNotServed) {
+    // A copy of the epoch (the store hard-links what it imports: damage must not reach tests/data).
+    const fs::path copy = fs::path(dir_.path()) / "epoch0.era1";
+    fs::copy_file(headerd::testing::kDataDir + "/mainnet-00000-5ec1ffb8.era1", copy);
+    auto store = db::EraStore::open((fs::path(dir_.path()) / "history").string());
+    ASSERT_TRUE(store) << store.error().message;
+    ASSERT_TRUE(db::import_history(*db_, **store, copy.string()));
+    Bytes file = headerd::testing::read_file(copy.string());
+    auto archive = era1::Archive::parse(file);
+    const ByteView body = archive->entries()[5000].compressed_body;
+    const auto at = static_cast<size_t>(body.data() - file.data()) + body.size() / 2;
+    std::fstream(copy, std::ios::in | std::ios::out | std::ios::binary)
+        .seekp(static_cast<std::streamoff>(at))
+        .put(static_cast<char>(file[at] ^ 0x40));
+
+    ScrubMetrics metrics(registry_);
+    ScrubberOptions o;
+    o.rate = 1'000'000;
+    o.history_rate = 200'000;  // 8192 blocks: at least 41 ms a pass
+    o.pause = 10ms;
+    o.metrics = &metrics;
+    o.history = store->get();
+    Scrubber s(*db_, o);
+    s.start();
+    ASSERT_TRUE(eventually([&] { return s.passes() >= 2; }));
+    s.stop();
+    EXPECT_GE(s.history_checked(), s.passes() * 8192);
+    EXPECT_EQ(sample("headerd_scrub_history_checked_total"), static_cast<double>(s.history_checked()));
+    EXPECT_EQ(sample("headerd_scrub_history_damaged_blocks"), 1);
+    EXPECT_EQ((*store)->damaged_blocks(), std::vector<uint64_t>{5000});
+    Bytes out;
+    EXPECT_FALSE((*store)->append_body(5000, out));
+    EXPECT_TRUE(out.empty());
 }
 
 TEST_F(ScrubberTest, DamageIsExportedAndRepairedNoMoreOftenThanItsRetry) {
