@@ -1,5 +1,6 @@
 // libFuzzer target for every p2p/eth decoder of peer bytes; the first input byte picks one (and for
-// the version-dependent ones the second picks the version and message). Decoders must return an
+// the version-dependent ones the second picks the version and message), including the asking side's
+// decoder of BlockBodies and Receipts replies. Decoders must return an
 // error or a value, never crash; a decoded request must re-encode to something that decodes to the
 // same request, and every empty answer must be a well-formed response of its version.
 
@@ -9,6 +10,7 @@
 #include <iterator>
 
 #include "core/chain_config.hpp"
+#include "p2p/eth/history.hpp"
 #include "p2p/eth/messages.hpp"
 #include "p2p/eth/status.hpp"
 #include "p2p/wire/base_protocol.hpp"
@@ -62,12 +64,26 @@ void check_peek(uint8_t pick, ByteView payload) {
     if (head && (plain->request_id != head->request_id || plain->items != head->items)) std::abort();
 }
 
+// A BlockBodies or Receipts reply the asking side decodes (headerd get, load) agrees with the
+// tracker's peek on its id and item count, and every item is a list.
+void check_history_reply(uint8_t pick, ByteView payload) {
+    const uint64_t version = version_of(pick);
+    const eth::MessageId id = (pick / 5) % 2 == 0 ? eth::MessageId::kBlockBodies : eth::MessageId::kReceipts;
+    auto reply = eth::decode_history_reply(version, id, payload);
+    if (!reply) return;
+    auto head = eth::ResponseHead::peek(version, id, payload);
+    if (!head || head->request_id != reply->request_id || head->items != reply->items.size()) std::abort();
+    for (ByteView item : reply->items) {
+        if (item.empty() || item[0] < 0xc0) std::abort();
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size == 0) return 0;
     const ByteView in{data + 1, size - 1};
-    switch (data[0] % 12) {
+    switch (data[0] % 13) {
         case 0:
             (void)p2p::Hello::decode(in);
             break;
@@ -128,6 +144,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             break;
         case 11:
             if (!in.empty()) check_peek(in[0], in.subspan(1));
+            break;
+        case 12:
+            if (!in.empty()) check_history_reply(in[0], in.subspan(1));
             break;
     }
     return 0;

@@ -1,8 +1,8 @@
 // Makes the binary seeds of fuzz/corpus/ from the real test data (tests/data): run
 //   build-fuzz/fuzz/make_fuzz_seeds fuzz/corpus
-// after a change of an input format; it rewrites corpus/reply, corpus/freezer, corpus/era1 and the
-// body and receipt seeds of corpus/core (the other seeds are small files written by hand). Each
-// seed stays under a few KB.
+// after a change of an input format; it rewrites corpus/reply, corpus/freezer, corpus/era1, the
+// body and receipt seeds of corpus/core and the history reply seeds of corpus/eth (the other seeds
+// are small files written by hand). Each seed stays under a few KB.
 //
 //  - reply: BlockHeaders replies of real mainnet headers to the verifier (by number, by hash,
 //    reverse, with a skip) and operation streams for the sync fetcher (a good download that joins,
@@ -242,6 +242,38 @@ void history_seeds(const std::filesystem::path& dir) {
     throw std::runtime_error("no Sepolia block with two to four transactions");
 }
 
+// eth_fuzz selector 12 (the asking side's BlockBodies and Receipts decoder): replies carrying the
+// same Sepolia block's body and receipt list, as eth/68 bodies (pick 0), eth/68 receipts (pick 5)
+// and eth/70 receipts with lastBlockIncomplete set (pick 7: version 70, receipts).
+void history_reply_seeds(const std::filesystem::path& dir) {
+    const Bytes file = read("sepolia-00021-b8814b14.era1");
+    auto archive = era1::Archive::parse(file).value();
+    Bytes body, receipts;
+    for (size_t i = 0; i < archive.count(); ++i) {
+        const ByteView b = archive.body(i, body).value();
+        if (parse_body(b).value().transactions.size() < 2) continue;
+        const ByteView r = archive.receipts(i, receipts).value();
+        Bytes eth69;
+        receipts_to_eth69(r, eth69).value();
+        auto reply = [](uint8_t pick, std::optional<bool> incomplete, ByteView item) {
+            Bytes payload;
+            rlp::encode(payload, uint64_t{7});
+            if (incomplete) payload.push_back(*incomplete ? 0x01 : 0x80);
+            rlp::encode_header(payload, {true, item.size()});
+            append(payload, item);
+            Bytes seed{12, pick};
+            rlp::encode_header(seed, {true, payload.size()});
+            append(seed, payload);
+            return seed;
+        };
+        write(dir / "bodies_reply_sepolia", reply(0, std::nullopt, b));
+        write(dir / "receipts_reply_sepolia", reply(5, std::nullopt, r));
+        write(dir / "receipts70_reply_sepolia", reply(7, true, eth69));
+        return;
+    }
+    throw std::runtime_error("no Sepolia block with two transactions");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -255,6 +287,7 @@ int main(int argc, char** argv) {
         freezer_seeds(root / "freezer");
         era1_seeds(root / "era1");
         history_seeds(root / "core");
+        history_reply_seeds(root / "eth");
     } catch (const std::exception& e) {
         std::fprintf(stderr, "make_fuzz_seeds: %s\n", e.what());
         return 1;

@@ -13,6 +13,7 @@
 
 #include "core/awaitable.hpp"
 #include "core/block_header.hpp"
+#include "p2p/eth/history.hpp"
 
 namespace headerd::p2p {
 namespace {
@@ -44,12 +45,17 @@ asio::awaitable<tcp::socket> dial(const Enode& peer, Clock::time_point deadline)
 
 }  // namespace
 
+// A request waiting for its reply. A history reply travels as a HeadersReply too (its items in
+// `headers`), which request_history hands on as what it is.
 struct ClientSession::Waiter {
     explicit Waiter(const asio::any_io_executor& executor) : wake(executor, Clock::time_point::max()) {}
     asio::steady_timer wake;  // never expires; cancelled when `result` is set
     std::optional<RequestResult> result;
     Clock::duration ttl{};
     uint64_t group{0};
+    uint64_t code{kRequestCode};           // the request's code (the capacity estimate's kind)
+    uint64_t response{kResponseCode};      // its reply's
+    bool* last_block_incomplete{nullptr};  // eth/70 Receipts: where the reply's flag goes
 };
 
 asio::awaitable<std::shared_ptr<ClientSession>> ClientSession::connect(const Enode& peer, const LocalNode& local,
@@ -88,17 +94,45 @@ void ClientSession::start() {
 
 asio::awaitable<RequestResult> ClientSession::request(eth::GetBlockHeadersRequest request,
                                                       std::optional<Clock::duration> timeout, uint64_t group) {
+    request.request_id = next_id_++;
+    Bytes payload;
+    request.encode(payload);
+    co_return co_await send_tracked(kRequestCode, kResponseCode, request.request_id, request.amount, payload, timeout,
+                                    group);
+}
+
+asio::awaitable<HistoryResult> ClientSession::request_history(eth::MessageId request, std::span<const Hash32> hashes,
+                                                              std::optional<Clock::duration> timeout,
+                                                              uint64_t first_receipt_index) {
+    if (!eth::is_history_request(request)) {
+        co_return RequestFailure{RequestFailure::Kind::kRejected, "not a GetBlockBodies or GetReceipts request"};
+    }
+    const uint64_t id = next_id_++;
+    Bytes payload;
+    eth::encode_history_request(payload, link_.version, request, id, hashes, first_receipt_index);
+    const auto response =
+        request == eth::MessageId::kGetBlockBodies ? eth::MessageId::kBlockBodies : eth::MessageId::kReceipts;
+    bool incomplete = false;
+    auto r = co_await send_tracked(static_cast<uint64_t>(request), static_cast<uint64_t>(response), id, hashes.size(),
+                                   payload, timeout, 0, &incomplete);
+    if (!r) co_return r.error();
+    co_return HistoryItemsReply{r->request_id, std::move(r->payload), std::move(r->headers), incomplete, r->rtt};
+}
+
+asio::awaitable<RequestResult> ClientSession::send_tracked(uint64_t code, uint64_t response, uint64_t id,
+                                                           uint64_t max_items, const Bytes& payload,
+                                                           std::optional<Clock::duration> timeout, uint64_t group,
+                                                           bool* last_block_incomplete) {
     if (closed_) co_return failure(RequestFailure::Kind::kClosed, error_ ? error_->what() : "session closed");
     if (waiters_.size() >= options_.max_in_flight) {
         co_return failure(RequestFailure::Kind::kRejected,
                           fmt::format("{} requests in flight (the session's cap)", waiters_.size()));
     }
-    request.request_id = next_id_++;
     const Clock::duration ttl = timeout ? *timeout : options_.request_timeout.value_or(target_timeout());
     const auto now = Clock::now();
-    if (auto t = tracker_.track(request.request_id, kRequestCode, kResponseCode, request.amount, now, ttl); !t) {
+    if (auto t = tracker_.track(id, code, response, max_items, now, ttl); !t) {
         co_return failure(RequestFailure::Kind::kRejected,
-                          fmt::format("request {} not sent: {}", request.request_id, t.error().message()));
+                          fmt::format("request {} not sent: {}", id, t.error().message()));
     }
     // The expiry timer sleeps until the earliest deadline; a request that is now the earliest wakes
     // it to re-arm.
@@ -106,11 +140,12 @@ asio::awaitable<RequestResult> ClientSession::request(eth::GetBlockHeadersReques
     Waiter waiter(expiry_.get_executor());
     waiter.ttl = ttl;
     waiter.group = group;
-    waiters_.emplace(request.request_id, &waiter);
-    Bytes payload;
-    request.encode(payload);
+    waiter.code = code;
+    waiter.response = response;
+    waiter.last_block_incomplete = last_block_incomplete;
+    waiters_.emplace(id, &waiter);
     try {
-        co_await conn_->write_message(link_.offset + kRequestCode, payload);
+        co_await conn_->write_message(link_.offset + code, payload);
         ++stats_.requests;
     } catch (const PeerError& e) {
         // The reader sees the broken connection too and ends the session.
@@ -118,7 +153,7 @@ asio::awaitable<RequestResult> ClientSession::request(eth::GetBlockHeadersReques
     }
     // The reply may already have arrived while the request was being written.
     if (!waiter.result) co_await waiter.wake.async_wait(kTuple);
-    waiters_.erase(request.request_id);
+    waiters_.erase(id);
     if (!waiter.result) co_return failure(RequestFailure::Kind::kClosed, "session closed");
     co_return std::move(*waiter.result);
 }
@@ -204,12 +239,14 @@ asio::awaitable<void> ClientSession::expiry_loop(std::shared_ptr<ClientSession> 
         tracker_.expire(Clock::now(), lost);
         for (uint64_t id : lost) {
             ++stats_.lost;
-            capacity_.timeout(kRequestCode);
-            if (auto it = waiters_.find(id); it != waiters_.end() && !it->second->result) {
+            auto it = waiters_.find(id);
+            // An abandoned request's waiter is gone: it was a header request (sync's).
+            capacity_.timeout(it != waiters_.end() ? it->second->code : kRequestCode);
+            if (it != waiters_.end() && !it->second->result) {
                 const double seconds = std::chrono::duration<double>(it->second->ttl).count();
-                finish(*it->second,
-                       failure(RequestFailure::Kind::kTimeout,
-                               fmt::format("no BlockHeaders reply to request {} within {:g} s", id, seconds)));
+                finish(*it->second, failure(RequestFailure::Kind::kTimeout,
+                                            fmt::format("no {} reply to request {} within {:g} s",
+                                                        eth::message_name(it->second->response), id, seconds)));
             }
         }
     }
@@ -259,6 +296,23 @@ void ClientSession::on_response(uint64_t code, ByteView payload) {
     // Every tracked request has a waiter until its reply or deadline, unless its caller abandoned
     // it: then the reply is dropped.
     if (it == waiters_.end() || it->second->result) return;
+    if (code != kResponseCode) {
+        // BlockBodies or Receipts (the tracker matched the code to the request's).
+        auto items = eth::decode_history_reply(link_.version, static_cast<MessageId>(code), payload);
+        if (!items) throw_peer_error(items.error(), eth::message_name(code));
+        capacity_.update(it->second->code, *rtt, items->items.size());
+        ++stats_.replies;
+        if (it->second->last_block_incomplete != nullptr) {
+            *it->second->last_block_incomplete = items->last_block_incomplete;
+        }
+        HeadersReply out;
+        out.request_id = head->request_id;
+        out.rtt = *rtt;
+        out.payload = conn_->take_payload_buffer(payload);
+        out.headers = std::move(items->items);
+        finish(*it->second, std::move(out));
+        return;
+    }
     auto reply = eth::BlockHeadersMessage::decode(payload);
     if (!reply) throw_peer_error(reply.error(), "BlockHeaders");
     if (options_.check_headers) {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -74,6 +75,19 @@ struct RequestFailure {
 
 using RequestResult = boost::system::result<HeadersReply, RequestFailure>;
 
+// One BlockBodies or Receipts reply (request_history): each item one RLP list (a body, or a
+// block's receipt list in the version's form), not checked against the request: callers verify
+// them against the headers' roots.
+struct HistoryItemsReply {
+    uint64_t request_id{0};
+    Bytes payload;                      // the reply message as received
+    std::vector<ByteView> items;        // views into payload
+    bool last_block_incomplete{false};  // eth/70+ Receipts: the last list is cut (EIP-7975)
+    Clock::duration rtt{};
+};
+
+using HistoryResult = boost::system::result<HistoryItemsReply, RequestFailure>;
+
 struct ClientStats {
     uint64_t requests{0};       // sent
     uint64_t replies{0};        // verified and handed to their request
@@ -102,6 +116,14 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
     // `group`: see abandon().
     asio::awaitable<RequestResult> request(eth::GetBlockHeadersRequest request,
                                            std::optional<Clock::duration> timeout = std::nullopt, uint64_t group = 0);
+
+    // Sends GetBlockBodies or GetReceipts (eth/70+: from receipt `first_receipt_index` of the first
+    // block) for `hashes` and waits for the reply, as request() does for headers: tracked (the
+    // reply may hold at most hashes.size() items), timed, and fed to the capacity estimate under
+    // its own request code.
+    asio::awaitable<HistoryResult> request_history(eth::MessageId request, std::span<const Hash32> hashes,
+                                                   std::optional<Clock::duration> timeout = std::nullopt,
+                                                   uint64_t first_receipt_index = 0);
 
     // Ends every waiting request made with this non-zero `group` as kAbandoned, at once, while the
     // session and its other requests go on: a sync that borrowed the session ends its own requests
@@ -135,6 +157,11 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
     ClientSession(std::unique_ptr<Connection> conn, EthLink link, const LocalNode& local, ClientOptions options);
 
     void start();
+    // Tracks request `id` (`code`, answered by `response`, at most `max_items` items), sends
+    // `payload` and waits for its reply, deadline or the session's end.
+    asio::awaitable<RequestResult> send_tracked(uint64_t code, uint64_t response, uint64_t id, uint64_t max_items,
+                                                const Bytes& payload, std::optional<Clock::duration> timeout,
+                                                uint64_t group, bool* last_block_incomplete = nullptr);
     // `self` keeps the session alive while the loop runs.
     asio::awaitable<void> read_loop(std::shared_ptr<ClientSession> self);
     asio::awaitable<void> expiry_loop(std::shared_ptr<ClientSession> self);

@@ -33,6 +33,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "core/awaitable.hpp"
+#include "core/rlp.hpp"
 #include "p2p/eth/messages.hpp"
 #include "p2p/peer.hpp"
 #include "p2p/peer_error.hpp"
@@ -471,6 +472,67 @@ TEST_F(ClientSessionTest, MoreHeadersThanAskedEndTheSession) {
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().kind, Kind::kClosed);
     EXPECT_TRUE(ended_by_breach(told));
+}
+
+// GetBlockBodies and GetReceipts go through the same tracking: the request carries the hashes
+// asked for, the reply's items come back as views (eth/70+ Receipts with lastBlockIncomplete), a
+// reply feeds the capacity of its own request kind, and more items than hashes end the session.
+TEST_F(ClientSessionTest, HistoryRequestsAreTrackedAndTheirItemsHandedOver) {
+    const std::vector<Hash32> hashes = {testing::reference_chain().hashes[1], testing::reference_chain().hashes[2]};
+    std::optional<DisconnectReason> told;
+    connect([&](FakeServer& f) -> asio::awaitable<void> {
+        Received m = co_await f.next();
+        while (m.id == kPongId) m = co_await f.next();
+        if (m.id != f.eth_id(MessageId::kGetBlockBodies)) throw std::runtime_error("expected GetBlockBodies");
+        auto bodies = eth::HashListRequest::decode(m.payload);
+        if (!bodies || bodies->count != 2 || eth::hash_at(bodies->hashes, 1) != hashes[1]) {
+            throw std::runtime_error("GetBlockBodies does not carry the two hashes");
+        }
+        // [id, [[[], []], [[], []]]]: two empty bodies.
+        Bytes reply;
+        rlp::encode_header(reply, {true, rlp::length(bodies->request_id) + 1 + 6});
+        rlp::encode(reply, bodies->request_id);
+        append(reply, Bytes{0xc6, 0xc2, 0xc0, 0xc0, 0xc2, 0xc0, 0xc0});
+        co_await f.send(f.eth_id(MessageId::kBlockBodies), reply);
+
+        m = co_await f.next();
+        while (m.id == kPongId) m = co_await f.next();
+        auto receipts = eth::GetReceiptsRequest70::decode(m.payload);
+        if (!receipts || receipts->first_block_receipt_index != 3) throw std::runtime_error("expected GetReceipts 70");
+        // [id, 1, [[]]]: one receipt list, cut.
+        reply.clear();
+        rlp::encode_header(reply, {true, rlp::length(receipts->request_id) + 1 + 2});
+        rlp::encode(reply, receipts->request_id);
+        append(reply, Bytes{0x01, 0xc1, 0xc0});
+        co_await f.send(f.eth_id(MessageId::kReceipts), reply);
+
+        m = co_await f.next();
+        while (m.id == kPongId) m = co_await f.next();
+        bodies = eth::HashListRequest::decode(m.payload);
+        reply.clear();  // three bodies for two hashes
+        rlp::encode_header(reply, {true, rlp::length(bodies->request_id) + 1 + 9});
+        rlp::encode(reply, bodies->request_id);
+        append(reply, Bytes{0xc9, 0xc2, 0xc0, 0xc0, 0xc2, 0xc0, 0xc0, 0xc2, 0xc0, 0xc0});
+        co_await f.send(f.eth_id(MessageId::kBlockBodies), reply);
+        told = co_await f.goodbye();
+    });
+    ASSERT_GE(session_->link().version, eth::kEth70);
+    auto bodies = testing::run_task(io_, session_->request_history(MessageId::kGetBlockBodies, hashes, 5s));
+    ASSERT_TRUE(bodies) << bodies.error().message;
+    ASSERT_EQ(bodies->items.size(), 2u);
+    EXPECT_EQ(Bytes(bodies->items[1].begin(), bodies->items[1].end()), (Bytes{0xc2, 0xc0, 0xc0}));
+    EXPECT_GT(session_->capacity().items_per_second(static_cast<uint64_t>(MessageId::kGetBlockBodies)), 0);
+
+    auto receipts = testing::run_task(io_, session_->request_history(MessageId::kGetReceipts, hashes, 5s, 3));
+    ASSERT_TRUE(receipts) << receipts.error().message;
+    ASSERT_EQ(receipts->items.size(), 1u);
+    EXPECT_TRUE(receipts->last_block_incomplete);
+
+    auto over = testing::run_task(io_, session_->request_history(MessageId::kGetBlockBodies, hashes, 5s));
+    ASSERT_FALSE(over);
+    EXPECT_EQ(over.error().kind, Kind::kClosed);
+    EXPECT_TRUE(ended_by_breach(told));
+    EXPECT_EQ(session_->stats().replies, 2u);
 }
 
 // At max_in_flight the next request is refused without being sent (kRejected); the ones in flight

@@ -135,4 +135,50 @@ Result<HistoryServed> serve_history(uint64_t version, MessageId request, ByteVie
     return served;
 }
 
+void encode_history_request(Bytes& out, uint64_t version, MessageId request, uint64_t request_id,
+                            std::span<const Hash32> hashes, uint64_t first_block_receipt_index) {
+    const bool partial = request == MessageId::kGetReceipts && version >= kEth70;
+    const size_t list = hashes.size() * kHashItemSize;
+    const size_t payload =
+        rlp::length(request_id) + (partial ? rlp::length(first_block_receipt_index) : 0) + rlp::length_of_list(list);
+    rlp::encode_header(out, {true, payload});
+    rlp::encode(out, request_id);
+    if (partial) rlp::encode(out, first_block_receipt_index);
+    rlp::encode_header(out, {true, list});
+    for (const Hash32& h : hashes) rlp::encode(out, h);
+}
+
+Result<HistoryReply> decode_history_reply(uint64_t version, MessageId reply, ByteView payload) noexcept {
+    if (reply != MessageId::kBlockBodies && reply != MessageId::kReceipts) return MessageError::kWrongMessage;
+    if (role_of(version, static_cast<uint64_t>(reply)) != MessageRole::kResponse) return MessageError::kWrongMessage;
+    ByteView in = payload;
+    auto envelope = rlp::decode_list(in);
+    if (!envelope) return envelope.error();
+    if (!in.empty()) return rlp::DecodeError::kTrailingBytes;
+    HistoryReply out;
+    ByteView fields = *envelope;
+    auto id = rlp::decode_uint64(fields);
+    if (!id) return id.error();
+    out.request_id = *id;
+    if (reply == MessageId::kReceipts && version >= kEth70) {
+        auto flag = rlp::decode_string(fields);
+        if (!flag) return flag.error();
+        if (flag->size() == 1 && (*flag)[0] == 0x01) {
+            out.last_block_incomplete = true;
+        } else if (!flag->empty()) {
+            return MessageError::kBadFlag;
+        }
+    }
+    auto items = rlp::decode_list(fields);
+    if (!items) return items.error();
+    if (!fields.empty()) return rlp::DecodeError::kTrailingBytes;
+    for (ByteView rest = *items; !rest.empty();) {
+        auto item = rlp::next_item(rest);
+        if (!item) return item.error();
+        if ((*item)[0] < 0xc0) return rlp::DecodeError::kUnexpectedString;
+        out.items.push_back(*item);
+    }
+    return out;
+}
+
 }  // namespace headerd::eth

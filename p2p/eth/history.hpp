@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 
 #include "core/bytes.hpp"
 #include "core/header_source.hpp"
@@ -47,5 +48,23 @@ inline bool is_history_request(MessageId request) noexcept {
 Result<HistoryServed> serve_history(uint64_t version, MessageId request, ByteView payload, const HeaderSource& headers,
                                     const HistorySource& history, const HistoryLimits& limits, Bytes& scratch,
                                     Bytes& out);
+
+// ---- the asking side (headerd get, headerd load) ----------------------------------------------
+
+// GetBlockBodies and eth/68-69 GetReceipts: [request id, [hash...]]; eth/70+ GetReceipts:
+// [request id, firstBlockReceiptIndex, [hash...]]. Appends to `out`.
+void encode_history_request(Bytes& out, uint64_t version, MessageId request, uint64_t request_id,
+                            std::span<const Hash32> hashes, uint64_t first_block_receipt_index = 0);
+
+// A BlockBodies or Receipts reply, its items not decoded: each is one RLP list (a body
+// [transactions, uncles(, withdrawals)], or a block's receipt list), a view into the payload.
+struct HistoryReply {
+    uint64_t request_id{0};
+    bool last_block_incomplete{false};  // eth/70+ Receipts only
+    std::vector<ByteView> items;
+};
+// Decodes reply `reply` (kBlockBodies or kReceipts) of `version` strictly: the envelope, and each
+// item an RLP list. Anything else is MessageError::kWrongMessage.
+Result<HistoryReply> decode_history_reply(uint64_t version, MessageId reply, ByteView payload) noexcept;
 
 }  // namespace headerd::eth
