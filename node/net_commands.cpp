@@ -20,8 +20,10 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
+#include "core/block_body.hpp"
 #include "core/block_header.hpp"
 #include "core/hex.hpp"
+#include "core/rlp.hpp"
 #include "db/era_store.hpp"
 #include "disc/disc_metrics.hpp"
 #include "metrics/http_server.hpp"
@@ -33,6 +35,7 @@
 #include "node/discovery.hpp"
 #include "p2p/client_session.hpp"
 #include "p2p/enode/node_key.hpp"
+#include "p2p/eth/history.hpp"
 #include "p2p/eth/status.hpp"
 #include "p2p/inbound_limit.hpp"
 #include "p2p/net_metrics.hpp"
@@ -562,18 +565,77 @@ int cmd_serve(int argc, char** argv) {
     return kExitOk;
 }
 
+namespace {
+
+// What `get --bodies` / `--receipts` received for one header: the item as it came (a body, or the
+// block's receipt list in the session's form, joined when eth/70 cut it), or nothing.
+struct HistoryItem {
+    Bytes rlp;
+    bool held{false};
+};
+
+// The receipts of an eth/69+ receipt list `more` appended to the list `into` (eth/70's
+// continuation of a list that was cut).
+Outcome<void> join_receipt_lists(Bytes& into, ByteView more) {
+    ByteView a = into, b = more;
+    auto la = rlp::decode_list(a);
+    auto lb = rlp::decode_list(b);
+    if (!la || !lb) return make_error("a partial receipt list is not an RLP list");
+    Bytes joined;
+    rlp::encode_header(joined, {true, la->size() + lb->size()});
+    append(joined, *la);
+    append(joined, *lb);
+    into = std::move(joined);
+    return {};
+}
+
+// Checks `item` of block `header` (a body, or a receipt list of eth `version`'s form) against the
+// header's roots; the error names the block and the field.
+Outcome<void> verify_history_item(const BlockHeader& header, ByteView item, bool receipts, uint64_t version) {
+    if (!receipts) {
+        if (auto v = verify_body(header, item); !v) {
+            return make_error(fmt::format("block {}: {}", header.number, v.error().message()));
+        }
+        return {};
+    }
+    Bytes consensus;
+    ByteView list = item;
+    if (version >= eth::kEth69) {
+        if (auto r = receipts_from_eth69(item, consensus); !r) {
+            return make_error(fmt::format("block {}: {}", header.number, r.error().message()));
+        }
+        list = consensus;
+    }
+    if (auto v = verify_receipts(header, list); !v) {
+        return make_error(fmt::format("block {}: {}", header.number, v.error().message()));
+    }
+    return {};
+}
+
+}  // namespace
+
 int cmd_get(int argc, char** argv) {
     const CommandSpec spec{
         "get",
-        "ask a peer for headers with one GetBlockHeaders request",
-        "--peer ENODE --origin NUM|HASH --amount N [--skip K] [--reverse] [--format rlp|json] [--timeout S]",
+        "ask a peer for headers with one GetBlockHeaders request, and for their bodies or receipts",
+        "--peer ENODE --origin NUM|HASH --amount N [--skip K] [--reverse] [--bodies | --receipts] "
+        "[--network mainnet|sepolia] [--format rlp|json] [--timeout S]",
         {{"peer", "ENODE", "enode://ID@HOST:PORT of the peer", "", true},
          {"origin", "NUM|HASH", "first block: a number, or a 0x-prefixed 32-byte hash", "", true},
          {"amount", "N", "headers to ask for", "", true},
          {"skip", "K", "blocks to skip between headers", "0", false},
          {"reverse", "", "walk towards the genesis", "", false},
-         {"format", "rlp|json", "one header per line: RLP hex, or JSON with its hash", "rlp", false},
-         {"timeout", "SECONDS", "deadline for connecting and for the reply", "10", false},
+         {"bodies", "",
+          "then ask for those blocks' bodies (GetBlockBodies) and print them instead, each checked against its "
+          "header",
+          "", false},
+         {"receipts", "",
+          "then ask for their receipt lists (GetReceipts) and print them instead (in the session's eth form), "
+          "each checked against its header",
+          "", false},
+         network_option("the peer's network: the Status names its genesis"),
+         {"format", "rlp|json", "one item per line: RLP hex, or JSON with its block and hash", "rlp", false},
+         {"timeout", "SECONDS", "deadline for connecting and for each reply", "10", false},
          verbosity_option()},
         false,
         ""};
@@ -604,12 +666,20 @@ int cmd_get(int argc, char** argv) {
     request.reverse = args->has("reverse");
     const std::string format = args->get_or("format", "rlp");
     if (format != "rlp" && format != "json") return fail(fmt::format("--format {}: expected rlp or json", format));
+    if (args->has("bodies") && args->has("receipts")) return fail("--bodies and --receipts: one at a time");
+    const bool want_bodies = args->has("bodies");
+    const bool want_receipts = args->has("receipts");
+    const bool want_history = want_bodies || want_receipts;
+    const auto history_request = want_bodies ? eth::MessageId::kGetBlockBodies : eth::MessageId::kGetReceipts;
+    std::optional<synthetic::Generator> synthetic_network;
+    auto network = network_from_args(*args, synthetic_network);
+    if (!network) return fail(network.error().message);
+    const ChainConfig& config = **network;
 
     auto key = rlpx::PrivateKey::generate();  // a throwaway identity: get keeps no state
     if (!key) return fail("cannot generate a key: " + key.error().message());
-    // Without a chain of our own we present the mainnet genesis as our head: every mainnet peer
-    // accepts that fork id (a node that has not synced yet).
-    const ChainConfig& config = mainnet_config();
+    // Without a chain of our own we present the network's genesis as our head: every peer of that
+    // network accepts that fork id (a node that has not synced yet).
     p2p::LocalNode local;
     local.key = &*key;
     local.client_id = kClientId;
@@ -621,22 +691,72 @@ int cmd_get(int argc, char** argv) {
     options.limits.handshake = std::chrono::seconds(*timeout);
     options.request_timeout = std::chrono::seconds(*timeout);
     std::optional<p2p::HeadersReply> reply;
+    std::vector<HistoryItem> items;  // one per header, when asked
+    uint64_t version = 0;
+    p2p::Clock::duration history_rtt{};
+    size_t history_requests = 0;
     std::string error;
-    // Dial, handshake, Hello + Status, one request, goodbye.
+    // Dial, handshake, Hello + Status, the header request, the history requests, goodbye.
     auto fetch = [&]() -> asio::awaitable<void> {
         auto session = co_await p2p::ClientSession::connect(*peer, local, options);
+        version = session->link().version;
         spdlog::debug("Connected                                peer={} client=\"{}\" eth={}",
-                      session->connection().remote_address(), session->link().client_id, session->link().version);
+                      session->connection().remote_address(), session->link().client_id, version);
         auto result = co_await session->request(request);
-        if (result) {
-            reply = std::move(*result);
-        } else {
+        if (!result) {
             error = result.error().message;
+            co_await session->close();
+            co_return;
+        }
+        reply = std::move(*result);
+        std::vector<Hash32> hashes;
+        for (ByteView h : reply->headers) hashes.push_back(header_hash(h));
+        items.resize(want_history ? hashes.size() : 0);
+        // A reply may end early (the peer holds no more); ask again from the first block missing, and
+        // for a receipt list eth/70 cut, from its first receipt missing. Stops at a reply that brings
+        // nothing new.
+        for (size_t next = 0; want_history && next < hashes.size();) {
+            uint64_t first_receipt = 0;
+            if (want_receipts && items[next].held) {
+                ByteView held = items[next].rlp;
+                auto list = rlp::decode_list(held);
+                for (ByteView rest = list ? *list : ByteView{}; !rest.empty(); ++first_receipt) {
+                    if (!rlp::next_item(rest)) break;
+                }
+            }
+            auto got = co_await session->request_history(history_request, std::span<const Hash32>(hashes).subspan(next),
+                                                         std::nullopt, first_receipt);
+            ++history_requests;
+            if (!got) {
+                error = got.error().message;
+                break;
+            }
+            history_rtt += got->rtt;
+            if (got->items.empty()) break;
+            for (size_t i = 0; i < got->items.size(); ++i) {
+                HistoryItem& item = items[next + i];
+                if (item.held) {
+                    if (auto j = join_receipt_lists(item.rlp, got->items[i]); !j) {
+                        error = j.error().message;
+                        break;
+                    }
+                } else {
+                    item.rlp.assign(got->items[i].begin(), got->items[i].end());
+                    item.held = true;
+                }
+            }
+            if (!error.empty()) break;
+            if (got->last_block_incomplete && got->items.back().size() == 1) {  // 0xc0: a cut list that is empty
+                error = "a receipt list marked incomplete holds no receipt";
+                break;
+            }
+            next += got->items.size() - (got->last_block_incomplete ? 1 : 0);
         }
         co_await session->close();
     };
     // Every step has its own deadline; the guard stops the loop should anything still hang.
-    asio::steady_timer guard(io, 2 * options.limits.handshake + std::chrono::seconds(5));
+    const auto rounds = want_history ? 2 + request.amount : 1;
+    asio::steady_timer guard(io, 2 * options.limits.handshake * rounds + std::chrono::seconds(5));
     guard.async_wait([&](const boost::system::error_code& ec) {
         if (!ec) {
             error = "timed out";
@@ -657,23 +777,75 @@ int cmd_get(int argc, char** argv) {
         return fail(fmt::format("peer {}:{}: {}", peer->host, peer->port, error.empty() ? "no reply" : error));
     }
 
-    for (ByteView rlp : reply->headers) {
+    if (!want_history) {
+        for (ByteView rlp : reply->headers) {
+            if (format == "rlp") {
+                std::cout << to_hex0x(rlp) << "\n";
+                continue;
+            }
+            const BlockHeader h = *decode_block_header(rlp);  // the session checked every header
+            boost::json::object o{{"number", h.number},
+                                  {"hash", to_hex0x(header_hash(rlp))},
+                                  {"parent_hash", to_hex0x(h.parent_hash)},
+                                  {"timestamp", h.timestamp},
+                                  {"difficulty", h.difficulty.str()},
+                                  {"gas_limit", h.gas_limit},
+                                  {"gas_used", h.gas_used},
+                                  {"fields", h.field_count()},
+                                  {"rlp", to_hex0x(rlp)}};
+            std::cout << boost::json::serialize(o) << "\n";
+        }
+        std::cout.flush();
+        spdlog::info("Received headers                         peer={}:{} request={} count={} rtt={:.3f}ms", peer->host,
+                     peer->port, reply->request_id, reply->headers.size(),
+                     std::chrono::duration<double, std::milli>(reply->rtt).count());
+        return kExitOk;
+    }
+
+    // Every item is checked against its header before anything is printed: a peer that lies gets
+    // an error naming the block, not output.
+    size_t held = 0;
+    for (size_t i = 0; i < items.size() && items[i].held; ++i, ++held) {
+        const BlockHeader h = *decode_block_header(reply->headers[i]);
+        if (auto v = verify_history_item(h, items[i].rlp, want_receipts, version); !v) {
+            return fail(fmt::format("peer {}:{}: {} (eth/{})", peer->host, peer->port, v.error().message, version));
+        }
+    }
+    const std::string_view what = want_bodies ? "bodies" : "receipt lists";
+    for (size_t i = 0; i < held; ++i) {
+        const ByteView rlp = items[i].rlp;
         if (format == "rlp") {
             std::cout << to_hex0x(rlp) << "\n";
             continue;
         }
-        const BlockHeader h = *decode_block_header(rlp);  // the session checked every header
-        boost::json::object o{
-            {"number", h.number},       {"hash", to_hex0x(header_hash(rlp))}, {"parent_hash", to_hex0x(h.parent_hash)},
-            {"timestamp", h.timestamp}, {"difficulty", h.difficulty.str()},   {"gas_limit", h.gas_limit},
-            {"gas_used", h.gas_used},   {"fields", h.field_count()},          {"rlp", to_hex0x(rlp)}};
+        const BlockHeader h = *decode_block_header(reply->headers[i]);
+        boost::json::object o{{"number", h.number}, {"hash", to_hex0x(header_hash(reply->headers[i]))}};
+        if (want_bodies) {
+            const BodyView body = *parse_body(rlp);  // verified above
+            o["transactions"] = body.transactions.size();
+            o["uncles"] = body.uncle_count;
+            if (body.withdrawals) o["withdrawals"] = body.withdrawals->size();
+        } else {
+            ByteView in = rlp;
+            auto list = rlp::decode_list(in);
+            size_t n = 0;
+            for (ByteView rest = *list; !rest.empty() && rlp::next_item(rest); ++n) {
+            }
+            o["receipts"] = n;
+        }
+        o["verified"] = true;
+        o["rlp"] = to_hex0x(rlp);
         std::cout << boost::json::serialize(o) << "\n";
     }
     std::cout.flush();
-    spdlog::info("Received headers                         peer={}:{} request={} count={} rtt={:.3f}ms", peer->host,
-                 peer->port, reply->request_id, reply->headers.size(),
-                 std::chrono::duration<double, std::milli>(reply->rtt).count());
-    return kExitOk;
+    if (held < items.size()) {
+        spdlog::warn("{:<41}from={} received={} of {}", fmt::format("The peer holds no more {}", what),
+                     decode_block_header(reply->headers[held])->number, held, items.size());
+    }
+    spdlog::info("{:<41}peer={}:{} eth={} count={} verified={} requests={} rtt={:.3f}ms",
+                 fmt::format("Received {}", what), peer->host, peer->port, version, held, held, history_requests,
+                 std::chrono::duration<double, std::milli>(history_rtt).count());
+    return held == items.size() ? kExitOk : kExitFailure;
 }
 
 }  // namespace headerd::node

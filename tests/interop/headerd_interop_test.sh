@@ -205,6 +205,25 @@ test_history_later_epoch() {
         node "$HERE/history_client.js" "$(cat "$d/enode")" --eth "$eth" --network sepolia --era1 "$era" --timeout 120 ||
             { cat "$WORK/serve-sepolia.log" >&2; fail "history_client.js --eth $eth --network sepolia"; }
     done
+    # headerd get --bodies/--receipts: the headers, then their bodies or receipt lists, each checked
+    # against its header. Blocks 174010..174018 hold two transactions (174010, 174018).
+    local enode lines
+    enode=$(cat "$d/enode")
+    out=$("$HEADERD" get --peer "$enode" --network sepolia --origin 174010 --amount 9 --bodies --format json 2>&1) ||
+        { echo "$out" >&2; fail "get --bodies"; }
+    lines=$(grep -c '"verified":true' <<<"$out")
+    [[ $lines -eq 9 && $(grep -c '"transactions":1' <<<"$out") -eq 2 ]] || { echo "$out" >&2; fail "get --bodies: 9 bodies, 2 with a transaction"; }
+    out=$("$HEADERD" get --peer "$enode" --network sepolia --origin 174010 --amount 9 --receipts --format json 2>&1) ||
+        { echo "$out" >&2; fail "get --receipts"; }
+    [[ $(grep -c '"receipts":1,"verified":true' <<<"$out") -eq 2 ]] || { echo "$out" >&2; fail "get --receipts: 2 receipts"; }
+    # Past the head: the bodies held, a warning, and a failing exit.
+    rc=0
+    out=$("$HEADERD" get --peer "$enode" --network sepolia --origin 180222 --amount 2 --skip 0 --bodies 2>&1) || rc=$?
+    [[ $rc -eq 0 && $(grep -c '^0x' <<<"$out") -eq 2 ]] || { echo "$out" >&2; fail "get --bodies at the head"; }
+    rc=0
+    out=$("$HEADERD" get --peer "$enode" --origin 174010 --amount 1 --bodies 2>&1) || rc=$?
+    [[ $rc -ne 0 && $out == *"network id mismatch"* ]] || { echo "$out" >&2; fail "get without --network sepolia: exit $rc"; }
+    echo "ok: headerd get --bodies/--receipts on Sepolia's epoch 21"
     stop_bg
 }
 
