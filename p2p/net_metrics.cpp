@@ -16,8 +16,13 @@ constexpr uint64_t kRequestCodes[] = {
     static_cast<uint64_t>(eth::MessageId::kGetCells),             // eth/72
 };
 constexpr uint64_t kBaseCodes = 4;  // Hello, Disconnect, Ping, Pong
-// The only request this node sends (get, sync, load).
-constexpr uint64_t kTrackedCode = static_cast<uint64_t>(eth::MessageId::kGetBlockHeaders);
+// The requests this node sends (get, sync, load): headers, and bodies and receipts (get --bodies,
+// --receipts; load's history profiles).
+constexpr uint64_t kTrackedCodes[] = {
+    static_cast<uint64_t>(eth::MessageId::kGetBlockHeaders),
+    static_cast<uint64_t>(eth::MessageId::kGetBlockBodies),
+    static_cast<uint64_t>(eth::MessageId::kGetReceipts),
+};
 
 constexpr DisconnectReason kReasons[] = {
     DisconnectReason::kRequested,           DisconnectReason::kNetworkError,    DisconnectReason::kProtocolBreach,
@@ -54,10 +59,12 @@ MessageMeters make_meters(metrics::Families& f, const std::string& proto, uint64
 
 tracker::TrackerMetrics make_tracker(metrics::Families& f, uint64_t version) {
     tracker::TrackerMetrics t;
-    const prometheus::Labels labels{
-        {"proto", "eth"}, {"version", std::to_string(version)}, {"code", code_label(kTrackedCode)}};
-    t.tracked[kTrackedCode] = &f.tracked_requests.Add(labels);
-    t.rtt[kTrackedCode] = &f.request_rtt.Add(labels, metrics::duration_buckets());
+    for (uint64_t code : kTrackedCodes) {
+        const prometheus::Labels labels{
+            {"proto", "eth"}, {"version", std::to_string(version)}, {"code", code_label(code)}};
+        t.tracked[code] = &f.tracked_requests.Add(labels);
+        t.rtt[code] = &f.request_rtt.Add(labels, metrics::duration_buckets());
+    }
     t.lost = &f.requests_lost.Add({});
     t.stale = &f.responses_stale.Add({});
     t.rejected_cap = &f.tracker_rejected.Add({{"reason", "cap"}});
