@@ -246,6 +246,22 @@ Outcome<Hash32> Freezer::read_hash(uint64_t number, ReadScratch& scratch) const 
     return h;
 }
 
+Outcome<void> Freezer::read_hashes(uint64_t start, uint64_t count, std::vector<Hash32>& out,
+                                   ReadScratch& scratch) const {
+    scratch.items.clear();
+    if (auto r = hashes_->read_range(start, count, kNoByteLimit, scratch.items, scratch); !r) return r.error();
+    for (size_t i = 0; i < scratch.items.size(); ++i) {
+        const ByteView item = scratch.items.item(i);
+        if (item.size() != Hash32{}.size()) {
+            return make_error("ancient table hashes: item " + std::to_string(start + i) + " has " +
+                              std::to_string(item.size()) + " bytes, not 32");
+        }
+        Hash32& h = out.emplace_back();
+        std::copy(item.begin(), item.end(), h.begin());
+    }
+    return {};
+}
+
 uint64_t Freezer::bytes_on_disk() const {
     return headers_->bytes_on_disk() + hashes_->bytes_on_disk() + sums_items_ * kChecksumSize;
 }

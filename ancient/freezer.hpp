@@ -64,6 +64,9 @@ class Freezer {
                                ReadScratch& scratch) const;
     Outcome<Hash32> read_hash(uint64_t number);
     Outcome<Hash32> read_hash(uint64_t number, ReadScratch& scratch) const;
+    // The hashes of blocks [start, start+count) appended to `out`, in one read of the hashes table.
+    // REQUIRES: start+count <= items().
+    Outcome<void> read_hashes(uint64_t start, uint64_t count, std::vector<Hash32>& out, ReadScratch& scratch) const;
 
     // Writes a repaired header over block `number`'s, in place (Table::rewrite_item), and its
     // checksum. REQUIRES: rlp is the block's true header (the caller checked its hash links).

@@ -57,6 +57,7 @@
 #include "bench/allocation_counter.hpp"
 #include "bench/bench_chain.hpp"
 #include "bench/bench_util.hpp"
+#include "bench/codec_pair.hpp"
 #include "core/block_header.hpp"
 #include "core/item_buffer.hpp"
 #include "core/keccak.hpp"
@@ -87,37 +88,6 @@ enum class Placement { kAncient, kLevelDb };
 constexpr std::array kPlacements{Placement::kAncient, Placement::kLevelDb};
 
 const char* placement_name(Placement p) { return p == Placement::kAncient ? "ancient" : "leveldb"; }
-
-Hash32 fixed_hash(std::string_view label) {
-    return keccak256(ByteView{reinterpret_cast<const uint8_t*>(label.data()), label.size()});
-}
-
-// A matching pair of frame codecs from fixed secrets, as an RLPx handshake would leave them: what
-// the client encrypts, the server decrypts, and the other way round.
-struct CodecPair {
-    rlpx::FrameCodec client;
-    rlpx::FrameCodec server;
-};
-
-CodecPair make_codecs() {
-    const Hash32 shared = fixed_hash("serve_benchmark ephemeral shared secret");
-    const Hash32 nonce_a = fixed_hash("serve_benchmark initiator nonce");
-    const Hash32 nonce_b = fixed_hash("serve_benchmark recipient nonce");
-    const Bytes auth(307, 0xa1);  // stand-ins for the two handshake packets the secrets hash
-    const Bytes ack(210, 0xb2);
-    const Hash32 key_a = fixed_hash("serve_benchmark client key");
-    const Hash32 key_b = fixed_hash("serve_benchmark server key");
-    const auto client_key = rlpx::PrivateKey::from_bytes(key_a).value();
-    const auto server_key = rlpx::PrivateKey::from_bytes(key_b).value();
-    return CodecPair{
-        rlpx::FrameCodec(
-            rlpx::derive_secrets(rlpx::Role::kInitiator, shared, nonce_a, nonce_b, auth, ack, server_key.public_key()),
-            p2p::SessionLimits{}.max_frame),
-        rlpx::FrameCodec(
-            rlpx::derive_secrets(rlpx::Role::kRecipient, shared, nonce_a, nonce_b, auth, ack, client_key.public_key()),
-            p2p::SessionLimits{}.max_frame),
-    };
-}
 
 eth::GetBlockHeadersRequest request_for(uint64_t id, uint64_t origin) {
     eth::GetBlockHeadersRequest req;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <vector>
 
 #include "core/bytes.hpp"
 #include "core/chain_config.hpp"
@@ -74,6 +75,18 @@ class HeaderSource {
     // keeps any; canonical_hash only the canonical chain.
     virtual Outcome<std::optional<uint64_t>> number_by_hash(const Hash32& hash) const = 0;
     virtual Outcome<std::optional<Hash32>> canonical_hash(uint64_t number) const = 0;
+    // Appends the canonical hashes of blocks [from, from + count) to `out`, stopping at the first
+    // block not held. This default asks canonical_hash for each; a store that keeps runs of hashes
+    // together (ChainDb's freezer) reads them at once.
+    virtual Outcome<void> canonical_hashes(uint64_t from, uint64_t count, std::vector<Hash32>& out) const {
+        for (uint64_t n = from; n - from < count; ++n) {
+            auto h = canonical_hash(n);
+            if (!h) return h.error();
+            if (!*h) break;
+            out.push_back(**h);
+        }
+        return {};
+    }
     // Header RLP by hash into `out` (cleared first); false when unknown.
     virtual Outcome<bool> header_by_hash(const Hash32& hash, Bytes& out) const = 0;
 

@@ -697,6 +697,46 @@ Outcome<std::optional<Hash32>> ChainDb::canonical_hash(uint64_t number) const {
     return impl_->kv_canonical_hash(number);
 }
 
+Outcome<void> ChainDb::canonical_hashes(uint64_t from, uint64_t count, std::vector<Hash32>& out) const {
+    std::shared_lock lock(impl_->mu);
+    if (!impl_->head || count == 0 || from > impl_->head->number || from < impl_->first_block()) return {};
+    const uint64_t last = from + std::min(count - 1, impl_->head->number - from);
+    uint64_t n = from;
+    if (n < impl_->ancient_items) {
+        const uint64_t frozen = std::min(last + 1, impl_->ancient_items) - n;
+        std::shared_lock flock(impl_->freezer_mu);
+        if (auto r = std::as_const(*impl_->freezer).read_hashes(n, frozen, out, freezer_scratch()); !r) return r;
+        n += frozen;
+    }
+    if (n > last) return {};
+    if (n == last) {
+        auto h = impl_->kv_canonical_hash(n);
+        if (!h) return h.error();
+        if (*h) out.push_back(**h);
+        return {};
+    }
+    // A run in LevelDB: one iterator over "h" + be64(n) + "n" keys (each height's header keys lie
+    // between them) instead of a point read per block.
+    std::unique_ptr<leveldb::Iterator> it(impl_->ldb->NewIterator(Impl::read_options()));
+    const auto start = schema::canonical_key(n);
+    for (it->Seek(slice(start)); it->Valid() && n <= last; it->Next()) {
+        const leveldb::Slice k = it->key();
+        if (k.size() < 9 || static_cast<uint8_t>(k[0]) != schema::kHeaderPrefix) break;
+        if (load_be64(reinterpret_cast<const uint8_t*>(k.data()) + 1) > n) break;  // height n has no canonical hash
+        if (k.size() != 10 || static_cast<uint8_t>(k[9]) != schema::kCanonicalSuffix) continue;  // a header key
+        const leveldb::Slice v = it->value();
+        if (v.size() != 32) {
+            return make_error(fmt::format("LevelDB canonical hash of block {} has {} bytes, expected 32", n, v.size()));
+        }
+        Hash32& h = out.emplace_back();
+        std::memcpy(h.data(), v.data(), 32);
+        ++n;
+    }
+    if (!it->status().ok())
+        return impl_->leveldb_error(it->status(), fmt::format("scan of canonical hashes from {}", n), n);
+    return {};
+}
+
 Outcome<bool> ChainDb::header_by_hash(const Hash32& hash, Bytes& out) const {
     out.clear();
     auto number = number_by_hash(hash);

@@ -163,6 +163,8 @@ class ChainDb final : public HeaderSource {
 
     Outcome<std::optional<uint64_t>> number_by_hash(const Hash32& hash) const override;
     Outcome<std::optional<Hash32>> canonical_hash(uint64_t number) const override;
+    // Freezer runs in one read of its hashes table; LevelDB's one by one.
+    Outcome<void> canonical_hashes(uint64_t from, uint64_t count, std::vector<Hash32>& out) const override;
     Outcome<bool> header_by_hash(const Hash32& hash, Bytes& out) const override;
 
     // Moves headers older than head - keep into the freezer, batch by batch: append, fsync, then

@@ -202,6 +202,25 @@ TEST_F(ChainDbTest, DuplicatesLeftByAnInterruptedFreezeAreRemovedByTheNextOne) {
 // A crash (every later filesystem mutation fails) at each mutation of a freeze, followed by a power
 // cut that loses, keeps or zeroes what was not synced: the database reopens on the real filesystem,
 // holds every header, and a second freeze completes. LevelDB's own writes are synced batches.
+// canonical_hashes: a run across the freezer and LevelDB in two reads, cut at the head, nothing
+// below an anchored chain's first block; the same hashes as canonical_hash gives one by one.
+TEST_F(ChainDbTest, CanonicalHashesReadRunsAcrossBothStoresAndStopAtTheHead) {
+    ASSERT_TRUE(db_->append(headers(0, 3000)));
+    FreezeOptions freeze;
+    freeze.keep = 1000;
+    ASSERT_EQ(db_->freeze(freeze).value(), 2000u);
+    std::vector<Hash32> got;
+    ASSERT_TRUE(db_->canonical_hashes(1900, 200, got));  // 100 frozen, 100 in LevelDB
+    ASSERT_EQ(got.size(), 200u);
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], mainnet()[1900 + i].hash) << i;
+    got.clear();
+    ASSERT_TRUE(db_->canonical_hashes(2990, 50, got));
+    EXPECT_EQ(got.size(), 10u);  // the head is block 2999
+    got.clear();
+    ASSERT_TRUE(db_->canonical_hashes(3000, 5, got));
+    EXPECT_TRUE(got.empty());
+}
+
 TEST_F(ChainDbTest, AnAnchoredChainHoldsNothingBelowItsFirstBlockStaysInLevelDbAndSurvivesReopen) {
     ASSERT_TRUE(db_->set_config(mainnet_config()));
     const Anchor anchor{1000, mainnet()[999].hash, mainnet()[999].total_difficulty};
@@ -242,6 +261,11 @@ TEST_F(ChainDbTest, AnAnchoredChainHoldsNothingBelowItsFirstBlockStaysInLevelDbA
         EXPECT_EQ(Bytes(out.item(2).begin(), out.item(2).end()),
                   Bytes(mainnet()[1000].rlp.begin(), mainnet()[1000].rlp.end()));
         EXPECT_FALSE(db_->canonical_hash(999).value());
+        std::vector<Hash32> run;
+        ASSERT_TRUE(db_->canonical_hashes(999, 3, run));
+        EXPECT_TRUE(run.empty());
+        ASSERT_TRUE(db_->canonical_hashes(1598, 5, run));
+        EXPECT_EQ(run, (std::vector<Hash32>{mainnet()[1598].hash, mainnet()[1599].hash}));
         EXPECT_EQ(db_->canonical_hash(1000).value(), mainnet()[1000].hash);
         auto verified = verify_chain(*db_);
         ASSERT_TRUE(verified) << verified.error().message;

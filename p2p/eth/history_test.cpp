@@ -56,14 +56,26 @@ class Headers final : public HeaderSource {
     const ChainConfig* config() const noexcept override { return nullptr; }
     std::optional<Head> head() const override { return std::nullopt; }
     Outcome<void> append_header_range(uint64_t, uint64_t, Order, ItemBuffer&, size_t) const override { return {}; }
+    mutable size_t reads{0};  // number_by_hash, canonical_hash and canonical_hashes calls
     Outcome<std::optional<uint64_t>> number_by_hash(const Hash32& hash) const override {
+        ++reads;
         if (auto it = side.find(hash); it != side.end()) return std::optional<uint64_t>(it->second);
         auto it = epoch().numbers.find(hash);
         return it == epoch().numbers.end() ? std::nullopt : std::optional<uint64_t>(it->second);
     }
     Outcome<std::optional<Hash32>> canonical_hash(uint64_t number) const override {
+        ++reads;
         if (number < epoch().start || number - epoch().start >= epoch().hashes.size()) return std::optional<Hash32>();
         return std::optional<Hash32>(epoch().hashes[epoch().index(number)]);
+    }
+    // A run of hashes counts as one read, as ChainDb reads a freezer or LevelDB run at once.
+    Outcome<void> canonical_hashes(uint64_t from, uint64_t count, std::vector<Hash32>& out) const override {
+        ++reads;
+        for (uint64_t n = from; n - from < count && n >= epoch().start && n - epoch().start < epoch().hashes.size();
+             ++n) {
+            out.push_back(epoch().hashes[epoch().index(n)]);
+        }
+        return {};
     }
     Outcome<bool> header_by_hash(const Hash32&, Bytes&) const override { return false; }
 };
@@ -176,6 +188,30 @@ TEST(ServeHistory, BodiesComeByteForByteInTheOrderAsked) {
         const Bytes& body = epoch().bodies[epoch().index(numbers[i])];
         ASSERT_TRUE(std::equal(body.begin(), body.end(), s.reply.items[i].begin(), s.reply.items[i].end())) << i;
     }
+}
+
+// A run of consecutive blocks costs the first block's lookup and canonical check, then one read of
+// the run's canonical hashes, each compared with the hash asked for; a hash off the run falls back
+// to the lookup and its canonical check (no more guessing), and is served all the same.
+TEST(ServeHistory, ARunOfConsecutiveBlocksCostsOneReadOfItsHashesAndAJumpStillServes) {
+    const uint64_t from = epoch().start + 100;
+    Headers headers;
+    auto s = serve(kEth68, MessageId::kGetBlockBodies, request(run(from, 128)), History{}, {}, headers);
+    ASSERT_EQ(s.reply.items.size(), 128u);
+    EXPECT_EQ(headers.reads, 2u + 1u);
+
+    std::vector<uint64_t> numbers = run(from, 10);
+    numbers.push_back(from + 500);  // a jump: the guess misses, the lookup finds it
+    for (uint64_t n : run(from + 501, 5)) numbers.push_back(n);
+    headers.reads = 0;
+    s = serve(kEth68, MessageId::kGetBlockBodies, request(numbers), History{}, {}, headers);
+    ASSERT_EQ(s.reply.items.size(), numbers.size());
+    for (size_t i = 0; i < numbers.size(); ++i) {
+        const Bytes& body = epoch().bodies[epoch().index(numbers[i])];
+        ASSERT_TRUE(std::equal(body.begin(), body.end(), s.reply.items[i].begin(), s.reply.items[i].end())) << i;
+    }
+    // 2 + 1 for the run (its read ahead misses at the jump), 2 for the jump, then 2 for each block after it.
+    EXPECT_EQ(headers.reads, 2u + 1u + 2u + 2u * 5u);
 }
 
 TEST(ServeHistory, TheReplyEndsAtTheFirstBlockNotHeldUnknownOrNotCanonical) {
