@@ -291,65 +291,104 @@ Result<void> decode_snappy_frames(ByteView framed, Bytes& out) noexcept {
 
 // ---- archive -----------------------------------------------------------------------------------
 
-Result<Archive> Archive::parse(ByteView file) noexcept {
+namespace {
+
+// Where an archive's parts lie, from its Version record and the BlockIndex at its end.
+struct Layout {
+    size_t blocks_begin{0};
+    size_t index_pos{0};
+    ByteView index;  // the BlockIndex record's data
+    size_t accumulator_pos{0};
+    uint64_t start{0};
+    uint64_t count{0};
+    Hash32 root{};
+};
+
+Result<Layout> locate(ByteView file) noexcept {
     // era1 := Version | block-tuple* | other-entries* | Accumulator | BlockIndex
     auto version = read_record(file, 0);
     if (!version) return version.error();
     if (version->type != kTypeVersion || !version->data.empty()) return Era1Error::kBadVersion;
-    const size_t blocks_begin = version->end;
+    Layout l;
+    l.blocks_begin = version->end;
 
     // The BlockIndex is the last record and ends with its count, so its position follows from the file size.
     constexpr size_t kIndexFixed = 16;  // starting number + count
-    if (file.size() - blocks_begin < kRecordHeaderSize + kIndexFixed) return diagnose_missing_index(file);
-    const uint64_t count = load_le64(file.data() + file.size() - 8);
-    if (count == 0 || count > kMaxBlocks) return diagnose_missing_index(file);
-    const size_t index_length = kIndexFixed + 8 * count;
-    if (file.size() - blocks_begin < kRecordHeaderSize + index_length) return diagnose_missing_index(file);
-    const size_t index_pos = file.size() - kRecordHeaderSize - index_length;
-    auto index = read_record(file, index_pos);
+    if (file.size() - l.blocks_begin < kRecordHeaderSize + kIndexFixed) return diagnose_missing_index(file);
+    l.count = load_le64(file.data() + file.size() - 8);
+    if (l.count == 0 || l.count > kMaxBlocks) return diagnose_missing_index(file);
+    const size_t index_length = kIndexFixed + 8 * l.count;
+    if (file.size() - l.blocks_begin < kRecordHeaderSize + index_length) return diagnose_missing_index(file);
+    l.index_pos = file.size() - kRecordHeaderSize - index_length;
+    auto index = read_record(file, l.index_pos);
     if (!index || index->type != kTypeBlockIndex || index->data.size() != index_length) {
         return diagnose_missing_index(file);
     }
-
-    Archive archive;
-    archive.start_ = load_le64(index->data.data());
-    if (archive.start_ > UINT64_MAX - (count - 1)) return Era1Error::kBadIndex;
+    l.index = index->data;
+    l.start = load_le64(index->data.data());
+    if (l.start > UINT64_MAX - (l.count - 1)) return Era1Error::kBadIndex;
 
     // The Accumulator record sits directly before the index.
     constexpr size_t kAccumulatorRecordSize = kRecordHeaderSize + 32;
-    if (index_pos - blocks_begin < kAccumulatorRecordSize) return Era1Error::kBadAccumulatorRecord;
-    const size_t accumulator_pos = index_pos - kAccumulatorRecordSize;
-    auto accumulator = read_record(file.first(index_pos), accumulator_pos);
+    if (l.index_pos - l.blocks_begin < kAccumulatorRecordSize) return Era1Error::kBadAccumulatorRecord;
+    l.accumulator_pos = l.index_pos - kAccumulatorRecordSize;
+    auto accumulator = read_record(file.first(l.index_pos), l.accumulator_pos);
     if (!accumulator || accumulator->type != kTypeAccumulator || accumulator->data.size() != 32) {
         return Era1Error::kBadAccumulatorRecord;
     }
-    std::memcpy(archive.root_.data(), accumulator->data.data(), 32);
+    std::memcpy(l.root.data(), accumulator->data.data(), 32);
+    return l;
+}
+
+constexpr uint16_t kTupleTypes[] = {kTypeCompressedHeader, kTypeCompressedBody, kTypeCompressedReceipts,
+                                    kTypeTotalDifficulty};
+
+// The four records of block i's tuple, at the offset the index gives; `area` is the block area.
+Result<std::array<Record, 4>> read_tuple(const Layout& l, ByteView area, size_t i) noexcept {
+    // Offsets are signed and relative to the index record. Unsigned wrap-around gives the same absolute position as
+    // signed arithmetic, and any value that is not below accumulator_pos is outside the block area.
+    const uint64_t offset = load_le64(l.index.data() + 8 + 8 * i);
+    const uint64_t pos = uint64_t{l.index_pos} + offset;
+    if (pos < l.blocks_begin || pos >= l.accumulator_pos) return Era1Error::kBadIndexOffset;
+    std::array<Record, 4> tuple;
+    size_t at = static_cast<size_t>(pos);
+    for (size_t k = 0; k < 4; ++k) {
+        auto r = read_record(area, at);
+        if (!r) return r.error();
+        if (r->type != kTupleTypes[k]) return Era1Error::kUnexpectedRecord;
+        tuple[k] = *r;
+        at = r->end;
+    }
+    if (tuple[3].data.size() != 32) return Era1Error::kBadTotalDifficulty;
+    return tuple;
+}
+
+}  // namespace
+
+Result<Archive> Archive::parse(ByteView file) noexcept {
+    auto layout = locate(file);
+    if (!layout) return layout.error();
+    const Layout& l = *layout;
+    Archive archive;
+    archive.start_ = l.start;
+    archive.root_ = l.root;
+    const uint64_t count = l.count;
+    const size_t blocks_begin = l.blocks_begin;
+    const size_t accumulator_pos = l.accumulator_pos;
 
     // Block tuples may only occupy [blocks_begin, accumulator_pos).
     const ByteView area = file.first(accumulator_pos);
     archive.entries_.reserve(count);
     size_t expected_pos = blocks_begin;
     for (size_t i = 0; i < count; ++i) {
-        // Offsets are signed and relative to the index record. Unsigned wrap-around gives the same absolute position
-        // as signed arithmetic, and any value that is not below accumulator_pos is outside the block area.
-        const uint64_t offset = load_le64(index->data.data() + 8 + 8 * i);
-        const uint64_t pos = uint64_t{index_pos} + offset;
-        if (pos < blocks_begin || pos >= accumulator_pos) return Era1Error::kBadIndexOffset;
         // Tuples are written back to back, so an offset elsewhere points at another block (or inside one).
-        if (pos != expected_pos) return Era1Error::kBadIndexOffset;
-
-        static constexpr uint16_t kTupleTypes[] = {kTypeCompressedHeader, kTypeCompressedBody, kTypeCompressedReceipts,
-                                                   kTypeTotalDifficulty};
-        Record tuple[4];
-        size_t at = static_cast<size_t>(pos);
-        for (size_t k = 0; k < 4; ++k) {
-            auto r = read_record(area, at);
-            if (!r) return r.error();
-            if (r->type != kTupleTypes[k]) return Era1Error::kUnexpectedRecord;
-            tuple[k] = *r;
-            at = r->end;
+        if (uint64_t{l.index_pos} + load_le64(l.index.data() + 8 + 8 * i) != expected_pos) {
+            return Era1Error::kBadIndexOffset;
         }
-        if (tuple[3].data.size() != 32) return Era1Error::kBadTotalDifficulty;
+        auto read = read_tuple(l, area, i);
+        if (!read) return read.error();
+        const std::array<Record, 4>& tuple = *read;
+        const size_t at = tuple[3].end;
         Entry entry{archive.start_ + i, tuple[0].data, load_le256(tuple[3].data.data()), tuple[1].data, tuple[2].data};
         // TD grows with every proof-of-work block and stays flat after the merge; it never decreases.
         if (i > 0 && entry.total_difficulty < archive.entries_.back().total_difficulty) {
@@ -410,6 +449,43 @@ Result<ByteView> Archive::body(size_t i, Bytes& out) const noexcept {
 Result<ByteView> Archive::receipts(size_t i, Bytes& out) const noexcept {
     if (i >= entries_.size()) return Era1Error::kOutOfRange;
     return one_list(entries_[i].compressed_receipts, out, Era1Error::kBadReceiptsRlp);
+}
+
+// ---- index view --------------------------------------------------------------------------------
+
+Result<IndexView> IndexView::open(ByteView file) noexcept {
+    auto l = locate(file);
+    if (!l) return l.error();
+    IndexView v;
+    v.file_ = file;
+    v.index_ = l->index;
+    v.index_pos_ = l->index_pos;
+    v.blocks_begin_ = l->blocks_begin;
+    v.accumulator_pos_ = l->accumulator_pos;
+    v.start_ = l->start;
+    v.count_ = l->count;
+    v.root_ = l->root;
+    return v;
+}
+
+Result<ByteView> IndexView::item(size_t i, size_t record, Bytes& out, Era1Error bad) const noexcept {
+    if (i >= count_) return Era1Error::kOutOfRange;
+    Layout l;
+    l.blocks_begin = blocks_begin_;
+    l.index_pos = index_pos_;
+    l.index = index_;
+    l.accumulator_pos = accumulator_pos_;
+    auto tuple = read_tuple(l, file_.first(accumulator_pos_), i);
+    if (!tuple) return tuple.error();
+    return one_list((*tuple)[record].data, out, bad);
+}
+
+Result<ByteView> IndexView::body(size_t i, Bytes& out) const noexcept {
+    return item(i, 1, out, Era1Error::kBadBodyRlp);
+}
+
+Result<ByteView> IndexView::receipts(size_t i, Bytes& out) const noexcept {
+    return item(i, 2, out, Era1Error::kBadReceiptsRlp);
 }
 
 // ---- accumulator -------------------------------------------------------------------------------

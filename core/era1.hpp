@@ -108,6 +108,36 @@ class Archive {
     std::vector<Entry> entries_;
 };
 
+// An archive's block index alone, for a reader that holds many archives and reads a few blocks of
+// each (db::EraStore): open() checks the Version record, the BlockIndex at the end of the file and
+// the Accumulator record before it, touching only those pages, not the 8192 tuples parse() walks.
+// Each block's tuple is located through the index, and its record types and bounds checked, when
+// it is read. Immutable after open(); const members may be called from several threads at once.
+// REQUIRES: the bytes given to open() outlive the view.
+class IndexView {
+  public:
+    static Result<IndexView> open(ByteView file) noexcept;
+    uint64_t start_number() const noexcept { return start_; }
+    uint64_t count() const noexcept { return count_; }
+    const Hash32& accumulator_root() const noexcept { return root_; }
+    // As Archive::body and Archive::receipts.
+    Result<ByteView> body(size_t i, Bytes& out) const noexcept;
+    Result<ByteView> receipts(size_t i, Bytes& out) const noexcept;
+
+  private:
+    IndexView() = default;
+    Result<ByteView> item(size_t i, size_t record, Bytes& out, Era1Error bad) const noexcept;
+
+    ByteView file_;
+    ByteView index_;  // the BlockIndex record's data
+    size_t index_pos_{0};
+    size_t blocks_begin_{0};
+    size_t accumulator_pos_{0};
+    uint64_t start_{0};
+    uint64_t count_{0};
+    Hash32 root_{};
+};
+
 // SSZ hash_tree_root of List[HeaderRecord{block_hash: Bytes32, total_difficulty: uint256}, 8192] over the given
 // records: the epoch accumulator root stored in era1 files (and in the portal network's history accumulator).
 Result<Hash32> accumulator_root(std::span<const Hash32> hashes, std::span<const U256> tds) noexcept;

@@ -390,6 +390,42 @@ TEST(Era1, BadIndexOffsetIsRefused) {
     EXPECT_EQ(parse_error(with_offset(8191, relative(accumulator_pos(f.file)))), Era1Error::kBadIndexOffset);
 }
 
+// The index-only view (EraStore's) gives every body and receipt list parse() gives, for both real
+// epochs; a damaged offset or tuple is found when that block is read, a broken index at open.
+TEST(Era1, IndexViewReadsWhatParseReadsAndChecksEachTupleWhenRead) {
+    for (const std::string& path : {kEra1Path, kDataDir + "/sepolia-00021-b8814b14.era1"}) {
+        SCOPED_TRACE(path);
+        const Bytes file = read_file(path);
+        auto archive = Archive::parse(file);
+        auto view = IndexView::open(file);
+        ASSERT_TRUE(archive && view);
+        EXPECT_EQ(view->start_number(), archive->start_number());
+        EXPECT_EQ(view->count(), archive->count());
+        EXPECT_EQ(view->accumulator_root(), archive->accumulator_root());
+        Bytes a, b;
+        for (size_t i = 0; i < archive->count(); ++i) {
+            ASSERT_EQ(Bytes(view->body(i, a).value().begin(), view->body(i, a).value().end()),
+                      Bytes(archive->body(i, b).value().begin(), archive->body(i, b).value().end()))
+                << i;
+            ASSERT_EQ(view->receipts(i, a).value().size(), archive->receipts(i, b).value().size()) << i;
+        }
+        EXPECT_EQ(view->body(archive->count(), a).error(), Era1Error::kOutOfRange);
+    }
+    const auto& f = fixture();
+    auto good = Archive::parse(f.file);
+    ASSERT_TRUE(good);
+    Bytes bad = f.file;
+    const uint64_t offset = uint64_t{tuple_pos(*good, f.file, 11)} - uint64_t{index_pos(f.file)} + 1;
+    for (size_t k = 0; k < 8; ++k) bad[offset_pos(f.file, 10) + k] = static_cast<uint8_t>(offset >> (8 * k));
+    auto view = IndexView::open(bad);
+    ASSERT_TRUE(view);  // only the block index is read at open
+    Bytes out;
+    EXPECT_TRUE(view->body(9, out));
+    EXPECT_FALSE(view->body(10, out));  // one byte into block 11's header record: not a tuple
+    Bytes cut(f.file.begin(), f.file.end() - 1);
+    EXPECT_FALSE(IndexView::open(cut));
+}
+
 TEST(Era1, BadIndexIsRefused) {
     const auto& f = fixture();
     {

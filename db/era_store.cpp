@@ -151,7 +151,7 @@ Outcome<std::shared_ptr<const EraStore::Open>> EraStore::archive_of(uint64_t num
     }
     auto file = MappedFile::open(held->second.path);
     if (!file) return corrupt_error(file.error().message, number);
-    auto archive = era1::Archive::parse(file->bytes());
+    auto archive = era1::IndexView::open(file->bytes());
     if (!archive || archive->start_number() != epoch * kEpochBlocks) {
         return corrupt_error(fmt::format("{}: {}", held->second.path,
                                          archive ? fmt::format("starts at block {}, its name says epoch {}",
@@ -182,7 +182,7 @@ Outcome<bool> EraStore::read_into(uint64_t number, Bytes& out, bool receipts) co
     auto open = archive_of(number);
     if (!open) return open.error();
     if (*open == nullptr) return false;
-    const era1::Archive& archive = (*open)->archive;
+    const era1::IndexView& archive = (*open)->archive;
     const size_t i = static_cast<size_t>(number - archive.start_number());
     thread_local Bytes scratch;
     auto item = receipts ? archive.receipts(i, scratch) : archive.body(i, scratch);
@@ -225,7 +225,7 @@ Outcome<std::vector<uint64_t>> EraStore::scrub(const HeaderSource& headers, uint
         } else if (*open == nullptr) {
             continue;  // not held
         } else {
-            const era1::Archive& archive = (*open)->archive;
+            const era1::IndexView& archive = (*open)->archive;
             const size_t i = static_cast<size_t>(number - archive.start_number());
             if (auto r = headers.header_range(number, 1, Order::kAscending, header); !r) return r.error();
             if (header.size() != 1) continue;  // no header to judge by (not held, or damaged itself)
