@@ -5,8 +5,9 @@
 // Fixture: two datadirs built at start under BUILD_DIR/bench-history from tests/data: mainnet's
 // epoch 0 (blocks 0..8191: uncles, no transactions) imported from the genesis, and Sepolia's epoch
 // 21 (blocks 172032..180223: 93 transactions and receipts) anchored on its accumulator root, both
-// with `import --history`, mainnet's headers then frozen (the anchored chain stays in LevelDB); beside each, a freezer table (snappy, as geth's) holding the same bodies
-// and one holding the same receipt lists, to compare the two ways of storing them. Requests are
+// with `import --history`, mainnet's headers then frozen (the anchored chain stays in LevelDB);
+// beside each, a freezer table (snappy, as geth's) holding the same bodies and one holding the
+// same receipt lists, to compare the two ways of storing them. Requests are
 // geth's downloader's: 128 bodies (MaxBlockFetch) or 256 receipt lists (MaxReceiptFetch) by hash,
 // from 32 origins spread over the epoch, cycled. Per network (mainnet0, sepolia21):
 //
