@@ -583,8 +583,8 @@ Outcome<void> join_receipt_lists(Bytes& into, ByteView more) {
     if (!la || !lb) return make_error("a partial receipt list is not an RLP list");
     Bytes joined;
     rlp::encode_header(joined, {true, la->size() + lb->size()});
-    append(joined, *la);
-    append(joined, *lb);
+    headerd::append(joined, *la);
+    headerd::append(joined, *lb);
     into = std::move(joined);
     return {};
 }
