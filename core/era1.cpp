@@ -293,16 +293,7 @@ Result<void> decode_snappy_frames(ByteView framed, Bytes& out) noexcept {
 
 namespace {
 
-// Where an archive's parts lie, from its Version record and the BlockIndex at its end.
-struct Layout {
-    size_t blocks_begin{0};
-    size_t index_pos{0};
-    ByteView index;  // the BlockIndex record's data
-    size_t accumulator_pos{0};
-    uint64_t start{0};
-    uint64_t count{0};
-    Hash32 root{};
-};
+using detail::Layout;
 
 Result<Layout> locate(ByteView file) noexcept {
     // era1 := Version | block-tuple* | other-entries* | Accumulator | BlockIndex
@@ -343,12 +334,16 @@ Result<Layout> locate(ByteView file) noexcept {
 constexpr uint16_t kTupleTypes[] = {kTypeCompressedHeader, kTypeCompressedBody, kTypeCompressedReceipts,
                                     kTypeTotalDifficulty};
 
-// The four records of block i's tuple, at the offset the index gives; `area` is the block area.
+// Where the index puts block i's tuple. Offsets are signed and relative to the index record:
+// unsigned wrap-around gives the same absolute position as signed arithmetic.
+uint64_t tuple_pos(const Layout& l, size_t i) noexcept {
+    return uint64_t{l.index_pos} + load_le64(l.index.data() + 8 + 8 * i);
+}
+
+// The four records of block i's tuple, at the position the index gives (any position not below
+// accumulator_pos is outside the block area); `area` is the block area.
 Result<std::array<Record, 4>> read_tuple(const Layout& l, ByteView area, size_t i) noexcept {
-    // Offsets are signed and relative to the index record. Unsigned wrap-around gives the same absolute position as
-    // signed arithmetic, and any value that is not below accumulator_pos is outside the block area.
-    const uint64_t offset = load_le64(l.index.data() + 8 + 8 * i);
-    const uint64_t pos = uint64_t{l.index_pos} + offset;
+    const uint64_t pos = tuple_pos(l, i);
     if (pos < l.blocks_begin || pos >= l.accumulator_pos) return Era1Error::kBadIndexOffset;
     std::array<Record, 4> tuple;
     size_t at = static_cast<size_t>(pos);
@@ -372,34 +367,28 @@ Result<Archive> Archive::parse(ByteView file) noexcept {
     Archive archive;
     archive.start_ = l.start;
     archive.root_ = l.root;
-    const uint64_t count = l.count;
-    const size_t blocks_begin = l.blocks_begin;
-    const size_t accumulator_pos = l.accumulator_pos;
 
     // Block tuples may only occupy [blocks_begin, accumulator_pos).
-    const ByteView area = file.first(accumulator_pos);
-    archive.entries_.reserve(count);
-    size_t expected_pos = blocks_begin;
-    for (size_t i = 0; i < count; ++i) {
+    const ByteView area = file.first(l.accumulator_pos);
+    archive.entries_.reserve(l.count);
+    size_t expected_pos = l.blocks_begin;
+    for (size_t i = 0; i < l.count; ++i) {
         // Tuples are written back to back, so an offset elsewhere points at another block (or inside one).
-        if (uint64_t{l.index_pos} + load_le64(l.index.data() + 8 + 8 * i) != expected_pos) {
-            return Era1Error::kBadIndexOffset;
-        }
+        if (tuple_pos(l, i) != expected_pos) return Era1Error::kBadIndexOffset;
         auto read = read_tuple(l, area, i);
         if (!read) return read.error();
         const std::array<Record, 4>& tuple = *read;
-        const size_t at = tuple[3].end;
         Entry entry{archive.start_ + i, tuple[0].data, load_le256(tuple[3].data.data()), tuple[1].data, tuple[2].data};
         // TD grows with every proof-of-work block and stays flat after the merge; it never decreases.
         if (i > 0 && entry.total_difficulty < archive.entries_.back().total_difficulty) {
             return Era1Error::kBadTotalDifficulty;
         }
         archive.entries_.push_back(entry);
-        expected_pos = at;
+        expected_pos = tuple[3].end;
     }
 
     // other-entries*: whatever lies between the last tuple and the Accumulator must still be whole records.
-    while (expected_pos < accumulator_pos) {
+    while (expected_pos < l.accumulator_pos) {
         auto r = read_record(area, expected_pos);
         if (!r) return r.error();
         expected_pos = r->end;
@@ -458,24 +447,13 @@ Result<IndexView> IndexView::open(ByteView file) noexcept {
     if (!l) return l.error();
     IndexView v;
     v.file_ = file;
-    v.index_ = l->index;
-    v.index_pos_ = l->index_pos;
-    v.blocks_begin_ = l->blocks_begin;
-    v.accumulator_pos_ = l->accumulator_pos;
-    v.start_ = l->start;
-    v.count_ = l->count;
-    v.root_ = l->root;
+    v.layout_ = *l;
     return v;
 }
 
 Result<ByteView> IndexView::item(size_t i, size_t record, Bytes& out, Era1Error bad) const noexcept {
-    if (i >= count_) return Era1Error::kOutOfRange;
-    Layout l;
-    l.blocks_begin = blocks_begin_;
-    l.index_pos = index_pos_;
-    l.index = index_;
-    l.accumulator_pos = accumulator_pos_;
-    auto tuple = read_tuple(l, file_.first(accumulator_pos_), i);
+    if (i >= layout_.count) return Era1Error::kOutOfRange;
+    auto tuple = read_tuple(layout_, file_.first(layout_.accumulator_pos), i);
     if (!tuple) return tuple.error();
     return one_list((*tuple)[record].data, out, bad);
 }

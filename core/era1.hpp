@@ -108,6 +108,19 @@ class Archive {
     std::vector<Entry> entries_;
 };
 
+namespace detail {
+// Where an archive's parts lie, from its Version record and the BlockIndex at its end.
+struct Layout {
+    size_t blocks_begin{0};
+    size_t index_pos{0};
+    ByteView index;  // the BlockIndex record's data
+    size_t accumulator_pos{0};
+    uint64_t start{0};
+    uint64_t count{0};
+    Hash32 root{};
+};
+}  // namespace detail
+
 // An archive's block index alone, for a reader that holds many archives and reads a few blocks of
 // each (db::EraStore): open() checks the Version record, the BlockIndex at the end of the file and
 // the Accumulator record before it, touching only those pages, not the 8192 tuples parse() walks.
@@ -117,9 +130,9 @@ class Archive {
 class IndexView {
   public:
     static Result<IndexView> open(ByteView file) noexcept;
-    uint64_t start_number() const noexcept { return start_; }
-    uint64_t count() const noexcept { return count_; }
-    const Hash32& accumulator_root() const noexcept { return root_; }
+    uint64_t start_number() const noexcept { return layout_.start; }
+    uint64_t count() const noexcept { return layout_.count; }
+    const Hash32& accumulator_root() const noexcept { return layout_.root; }
     // As Archive::body and Archive::receipts.
     Result<ByteView> body(size_t i, Bytes& out) const noexcept;
     Result<ByteView> receipts(size_t i, Bytes& out) const noexcept;
@@ -129,13 +142,7 @@ class IndexView {
     Result<ByteView> item(size_t i, size_t record, Bytes& out, Era1Error bad) const noexcept;
 
     ByteView file_;
-    ByteView index_;  // the BlockIndex record's data
-    size_t index_pos_{0};
-    size_t blocks_begin_{0};
-    size_t accumulator_pos_{0};
-    uint64_t start_{0};
-    uint64_t count_{0};
-    Hash32 root_{};
+    detail::Layout layout_;
 };
 
 // SSZ hash_tree_root of List[HeaderRecord{block_hash: Bytes32, total_difficulty: uint256}, 8192] over the given
