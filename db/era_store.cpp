@@ -245,11 +245,9 @@ Outcome<std::vector<uint64_t>> EraStore::scrub(const HeaderSource& headers, uint
         std::lock_guard lock(damaged_mu_);
         if (problem.empty()) {
             damaged_.erase(number);
-            problems_.erase(number);
         } else {
-            damaged_.insert(number);
             found.push_back(number);
-            problems_[number] = std::move(problem);
+            damaged_[number] = std::move(problem);
         }
         any_damaged_.store(!damaged_.empty(), std::memory_order_release);
     }
@@ -258,13 +256,16 @@ Outcome<std::vector<uint64_t>> EraStore::scrub(const HeaderSource& headers, uint
 
 std::vector<uint64_t> EraStore::damaged_blocks() const {
     std::lock_guard lock(damaged_mu_);
-    return {damaged_.begin(), damaged_.end()};
+    std::vector<uint64_t> out;
+    out.reserve(damaged_.size());
+    for (const auto& entry : damaged_) out.push_back(entry.first);
+    return out;
 }
 
 std::string EraStore::damage(uint64_t number) const {
     std::lock_guard lock(damaged_mu_);
-    auto it = problems_.find(number);
-    return it == problems_.end() ? std::string() : it->second;
+    auto it = damaged_.find(number);
+    return it == damaged_.end() ? std::string() : it->second;
 }
 
 size_t EraStore::open_files() const {

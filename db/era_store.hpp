@@ -14,7 +14,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -94,10 +93,9 @@ class EraStore final : public HistorySource {
     EraStoreOptions options_;
     std::map<uint64_t, EpochFile> epochs_;  // changed only by add(), before serving starts
 
-    mutable std::mutex damaged_mu_;  // guards damaged_
-    std::set<uint64_t> damaged_;
-    std::map<uint64_t, std::string> problems_;  // why each damaged block is
-    std::atomic<bool> any_damaged_{false};      // readers skip the lock while nothing is damaged
+    mutable std::mutex damaged_mu_;            // guards damaged_
+    std::map<uint64_t, std::string> damaged_;  // each damaged block, and what the scrub found wrong
+    std::atomic<bool> any_damaged_{false};     // readers skip the lock while nothing is damaged
 
     mutable std::mutex mu_;                                                    // guards the LRU below
     mutable std::list<std::pair<uint64_t, std::shared_ptr<const Open>>> lru_;  // most recent first
