@@ -296,31 +296,26 @@ void ClientSession::on_response(uint64_t code, ByteView payload) {
     // Every tracked request has a waiter until its reply or deadline, unless its caller abandoned
     // it: then the reply is dropped.
     if (it == waiters_.end() || it->second->result) return;
-    if (code != kResponseCode) {
-        // BlockBodies or Receipts (the tracker matched the code to the request's).
-        auto items = eth::decode_history_reply(link_.version, static_cast<MessageId>(code), payload);
-        if (!items) throw_peer_error(items.error(), eth::message_name(code));
-        capacity_.update(it->second->code, *rtt, items->items.size());
-        ++stats_.replies;
+    // The items: headers, or (the tracker matched the code to the request's) bodies or receipt lists.
+    std::vector<ByteView> items;
+    if (code == kResponseCode) {
+        auto reply = eth::BlockHeadersMessage::decode(payload);
+        if (!reply) throw_peer_error(reply.error(), "BlockHeaders");
+        if (options_.check_headers) {
+            for (ByteView h : reply->headers) {
+                if (auto d = decode_block_header(h); !d) throw_peer_error(d.error(), "BlockHeaders: invalid header");
+            }
+        }
+        items = std::move(reply->headers);
+    } else {
+        auto reply = eth::decode_history_reply(link_.version, static_cast<MessageId>(code), payload);
+        if (!reply) throw_peer_error(reply.error(), eth::message_name(code));
         if (it->second->last_block_incomplete != nullptr) {
-            *it->second->last_block_incomplete = items->last_block_incomplete;
+            *it->second->last_block_incomplete = reply->last_block_incomplete;
         }
-        HeadersReply out;
-        out.request_id = head->request_id;
-        out.rtt = *rtt;
-        out.payload = conn_->take_payload_buffer(payload);
-        out.headers = std::move(items->items);
-        finish(*it->second, std::move(out));
-        return;
+        items = std::move(reply->items);
     }
-    auto reply = eth::BlockHeadersMessage::decode(payload);
-    if (!reply) throw_peer_error(reply.error(), "BlockHeaders");
-    if (options_.check_headers) {
-        for (ByteView h : reply->headers) {
-            if (auto d = decode_block_header(h); !d) throw_peer_error(d.error(), "BlockHeaders: invalid header");
-        }
-    }
-    capacity_.update(kRequestCode, *rtt, reply->headers.size());  // kinds are request codes
+    capacity_.update(it->second->code, *rtt, items.size());  // kinds are request codes
     ++stats_.replies;
     HeadersReply out;
     out.request_id = head->request_id;
@@ -328,7 +323,7 @@ void ClientSession::on_response(uint64_t code, ByteView payload) {
     // The connection hands its read buffer over, so the views stay valid without copying the
     // reply (up to 1,024 headers, about 530 KB) and the next read gets a buffer of its own.
     out.payload = conn_->take_payload_buffer(payload);
-    out.headers = std::move(reply->headers);
+    out.headers = std::move(items);
     finish(*it->second, std::move(out));
 }
 
