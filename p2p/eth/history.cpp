@@ -1,5 +1,7 @@
 #include "p2p/eth/history.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/block_body.hpp"
@@ -69,9 +71,11 @@ Result<HistoryServed> serve_history(uint64_t version, MessageId request, ByteVie
     thread_local Bytes receipt;
     const size_t count = hashes.size() / kHashItemSize;
     // Syncing clients ask for runs of consecutive blocks: while they do, the hash asked for is
-    // compared with the canonical hash of the block after the last one served, read ahead for the
-    // rest of the request in one go (ChainDb reads a freezer run at once), instead of being looked
-    // up and then checked to be canonical (two reads each). The first miss ends the guessing.
+    // compared with the canonical hash of the block after the last one served, read ahead in runs
+    // of up to kReadAhead (ChainDb reads a freezer run at once; a reply the byte limit ends early
+    // then reads few it does not use), instead of being looked up and then checked to be canonical
+    // (two reads each). The first miss ends the guessing.
+    constexpr size_t kReadAhead = 128;  // geth's bodies per request
     std::optional<uint64_t> number;
     bool guessing = true;
     thread_local std::vector<Hash32> ahead;  // canonical hashes of ahead_from, ahead_from + 1, ...
@@ -87,7 +91,7 @@ Result<HistoryServed> serve_history(uint64_t version, MessageId request, ByteVie
             if (next - ahead_from >= ahead.size()) {
                 ahead.clear();
                 ahead_from = next;
-                const size_t left = std::min(count - i, limits.max_items - served.items);
+                const size_t left = std::min({count - i, limits.max_items - served.items, kReadAhead});
                 if (auto r = headers.canonical_hashes(next, left, ahead); !r) {
                     served.damaged = r.error();
                     break;
