@@ -567,13 +567,6 @@ int cmd_serve(int argc, char** argv) {
 
 namespace {
 
-// What `get --bodies` / `--receipts` received for one header: the item as it came (a body, or the
-// block's receipt list in the session's form, joined when eth/70 cut it), or nothing.
-struct HistoryItem {
-    Bytes rlp;
-    bool held{false};
-};
-
 // The receipts of an eth/69+ receipt list `more` appended to the list `into` (eth/70's
 // continuation of a list that was cut).
 Outcome<void> join_receipt_lists(Bytes& into, ByteView more) {
@@ -587,6 +580,15 @@ Outcome<void> join_receipt_lists(Bytes& into, ByteView more) {
     headerd::append(joined, *lb);
     into = std::move(joined);
     return {};
+}
+
+// The items of the RLP list `list` (0 for bytes that are not one).
+size_t list_items(ByteView list) {
+    auto payload = rlp::decode_list(list);
+    size_t n = 0;
+    for (ByteView rest = payload ? *payload : ByteView{}; !rest.empty() && rlp::next_item(rest); ++n) {
+    }
+    return n;
 }
 
 // Checks `item` of block `header` (a body, or a receipt list of eth `version`'s form) against the
@@ -691,7 +693,9 @@ int cmd_get(int argc, char** argv) {
     options.limits.handshake = std::chrono::seconds(*timeout);
     options.request_timeout = std::chrono::seconds(*timeout);
     std::optional<p2p::HeadersReply> reply;
-    std::vector<HistoryItem> items;  // one per header, when asked
+    // One per header, when asked: the item as it came (a body, or the block's receipt list in the
+    // session's form, joined when eth/70 cut it); empty until received (an item is never empty RLP).
+    std::vector<Bytes> items;
     uint64_t version = 0;
     p2p::Clock::duration history_rtt{};
     size_t history_requests = 0;
@@ -716,14 +720,7 @@ int cmd_get(int argc, char** argv) {
         // for a receipt list eth/70 cut, from its first receipt missing. Stops at a reply that brings
         // nothing new.
         for (size_t next = 0; want_history && next < hashes.size();) {
-            uint64_t first_receipt = 0;
-            if (want_receipts && items[next].held) {
-                ByteView held = items[next].rlp;
-                auto list = rlp::decode_list(held);
-                for (ByteView rest = list ? *list : ByteView{}; !rest.empty(); ++first_receipt) {
-                    if (!rlp::next_item(rest)) break;
-                }
-            }
+            const uint64_t first_receipt = want_receipts ? list_items(items[next]) : 0;
             auto got = co_await session->request_history(history_request, std::span<const Hash32>(hashes).subspan(next),
                                                          std::nullopt, first_receipt);
             ++history_requests;
@@ -734,15 +731,14 @@ int cmd_get(int argc, char** argv) {
             history_rtt += got->rtt;
             if (got->items.empty()) break;
             for (size_t i = 0; i < got->items.size(); ++i) {
-                HistoryItem& item = items[next + i];
-                if (item.held) {
-                    if (auto j = join_receipt_lists(item.rlp, got->items[i]); !j) {
+                Bytes& item = items[next + i];
+                if (!item.empty()) {
+                    if (auto j = join_receipt_lists(item, got->items[i]); !j) {
                         error = j.error().message;
                         break;
                     }
                 } else {
-                    item.rlp.assign(got->items[i].begin(), got->items[i].end());
-                    item.held = true;
+                    item.assign(got->items[i].begin(), got->items[i].end());
                 }
             }
             if (!error.empty()) break;
@@ -805,15 +801,15 @@ int cmd_get(int argc, char** argv) {
     // Every item is checked against its header before anything is printed: a peer that lies gets
     // an error naming the block, not output.
     size_t held = 0;
-    for (size_t i = 0; i < items.size() && items[i].held; ++i, ++held) {
+    for (size_t i = 0; i < items.size() && !items[i].empty(); ++i, ++held) {
         const BlockHeader h = *decode_block_header(reply->headers[i]);
-        if (auto v = verify_history_item(h, items[i].rlp, want_receipts, version); !v) {
+        if (auto v = verify_history_item(h, items[i], want_receipts, version); !v) {
             return fail(fmt::format("peer {}:{}: {} (eth/{})", peer->host, peer->port, v.error().message, version));
         }
     }
     const std::string_view what = want_bodies ? "bodies" : "receipt lists";
     for (size_t i = 0; i < held; ++i) {
-        const ByteView rlp = items[i].rlp;
+        const ByteView rlp = items[i];
         if (format == "rlp") {
             std::cout << to_hex0x(rlp) << "\n";
             continue;
@@ -826,12 +822,7 @@ int cmd_get(int argc, char** argv) {
             o["uncles"] = body.uncle_count;
             if (body.withdrawals) o["withdrawals"] = body.withdrawals->size();
         } else {
-            ByteView in = rlp;
-            auto list = rlp::decode_list(in);
-            size_t n = 0;
-            for (ByteView rest = *list; !rest.empty() && rlp::next_item(rest); ++n) {
-            }
-            o["receipts"] = n;
+            o["receipts"] = list_items(rlp);
         }
         o["verified"] = true;
         o["rlp"] = to_hex0x(rlp);
