@@ -2,11 +2,14 @@
 
 // A matching pair of RLPx frame codecs from fixed secrets, for the in-process serving benchmarks
 // (serve_benchmark, history_benchmark): what the client encrypts, the server decrypts, and the other
-// way round, as an RLPx handshake would leave them.
+// way round, as an RLPx handshake would leave them; and the client's stream of request frames.
 
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/keccak.hpp"
+#include "core/result.hpp"
 #include "p2p/connection.hpp"
 #include "p2p/rlpx/frame.hpp"
 #include "p2p/rlpx/secrets.hpp"
@@ -41,5 +44,37 @@ inline CodecPair make_codecs() {
             p2p::SessionLimits{}.max_frame),
     };
 }
+
+// The client side of a benchmark: the frame data (id + snappy payload) of its requests, made once;
+// refill() encrypts them back to back with the client codec, in the order the server will read
+// them (each frame advances the MAC and CTR state of the pair). The requests repeat every size()
+// frames, which the server does not mind; in return a refill only encrypts, into buffers of a
+// fixed size, and allocates nothing.
+class FrameStream {
+  public:
+    FrameStream(rlpx::FrameCodec codec, std::vector<Bytes> data) : codec_(std::move(codec)), data_(std::move(data)) {}
+
+    Outcome<void> refill() {
+        wire_.clear();
+        ends_.clear();
+        for (const Bytes& d : data_) {
+            if (auto r = codec_.write_frame(d, wire_); !r) return make_error("request: " + r.error().message());
+            ends_.push_back(wire_.size());
+        }
+        return {};
+    }
+    size_t size() const noexcept { return ends_.size(); }
+    ByteView frame(size_t i) const noexcept {
+        const size_t begin = i == 0 ? 0 : ends_[i - 1];
+        return ByteView{wire_}.subspan(begin, ends_[i] - begin);
+    }
+    rlpx::FrameCodec& codec() noexcept { return codec_; }
+
+  private:
+    rlpx::FrameCodec codec_;
+    std::vector<Bytes> data_;  // frame data per request
+    Bytes wire_;
+    std::vector<size_t> ends_;
+};
 
 }  // namespace headerd::bench

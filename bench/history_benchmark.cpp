@@ -153,41 +153,20 @@ Outcome<std::unique_ptr<Net>> make_net(const fs::path& root, const std::string& 
     return net;
 }
 
-// The request frames of one kind, encrypted ahead of time by the client codec, one per origin.
-class Requests {
-  public:
-    Requests(const Net& net, Kind kind, rlpx::FrameCodec client) : codec_(std::move(client)) {
-        Bytes payload, encoded;
-        for (size_t i = 0; i < net.origins.size(); ++i) {
-            payload.clear();
-            const std::span<const Hash32> hashes(net.hashes.data() + net.origins[i], kind_items(kind));
-            eth::encode_history_request(payload, kind_version(kind), kind_request(kind), kFirstRequestId + i, hashes);
-            auto data =
-                p2p::encode_frame_data(kEthOffset + static_cast<uint64_t>(kind_request(kind)), payload, true, encoded);
-            data_.emplace_back(data->begin(), data->end());
-        }
+// The client: one request of `kind` per origin, encrypted ahead of time by the client codec.
+FrameStream requests(const Net& net, Kind kind, rlpx::FrameCodec client) {
+    std::vector<Bytes> data;
+    Bytes payload, encoded;
+    for (size_t i = 0; i < net.origins.size(); ++i) {
+        payload.clear();
+        const std::span<const Hash32> hashes(net.hashes.data() + net.origins[i], kind_items(kind));
+        eth::encode_history_request(payload, kind_version(kind), kind_request(kind), kFirstRequestId + i, hashes);
+        auto frame =
+            p2p::encode_frame_data(kEthOffset + static_cast<uint64_t>(kind_request(kind)), payload, true, encoded);
+        data.emplace_back(frame->begin(), frame->end());
     }
-    Outcome<void> refill() {
-        wire_.clear();
-        ends_.clear();
-        for (const Bytes& d : data_) {
-            if (auto r = codec_.write_frame(d, wire_); !r) return make_error("request: " + r.error().message());
-            ends_.push_back(wire_.size());
-        }
-        return {};
-    }
-    size_t size() const { return ends_.size(); }
-    ByteView frame(size_t i) const {
-        const size_t begin = i == 0 ? 0 : ends_[i - 1];
-        return ByteView{wire_}.subspan(begin, ends_[i] - begin);
-    }
-
-  private:
-    rlpx::FrameCodec codec_;
-    std::vector<Bytes> data_;
-    Bytes wire_;
-    std::vector<size_t> ends_;
-};
+    return FrameStream(std::move(client), std::move(data));
+}
 
 // The server's side of one connection, as p2p::Connection and the server session run it.
 class ServerSide {
@@ -240,7 +219,7 @@ void report(benchmark::State& state, const LoopTotals& totals, const Tally& t) {
 
 void bm_serve(benchmark::State& state, const Net* net, Kind kind) {
     CodecPair codecs = make_codecs();
-    Requests client(*net, kind, std::move(codecs.client));
+    FrameStream client = requests(*net, kind, std::move(codecs.client));
     ServerSide server(std::move(codecs.server), *net, kind_version(kind));
     std::optional<Error> error;
     // An untimed pass: the buffers reach a long-lived connection's capacity; every reply is whole.

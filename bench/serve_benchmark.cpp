@@ -97,51 +97,20 @@ eth::GetBlockHeadersRequest request_for(uint64_t id, uint64_t origin) {
     return req;
 }
 
-// The client: the frame data (id + snappy-compressed GetBlockHeaders) of one request per origin,
-// made once, with request id kFirstRequestId + the origin's index; refill() encrypts them back to
-// back, in the order the server will read them (each frame advances the MAC and CTR state of the
-// pair). The ids repeat every origins.size() requests, which the server does not mind; in return a
-// refill only encrypts, into buffers of a fixed size, and allocates nothing.
-class RequestStream {
-  public:
-    static Outcome<RequestStream> create(rlpx::FrameCodec codec, const std::vector<uint64_t>& origins) {
-        RequestStream s(std::move(codec));
-        Bytes payload;
-        Bytes encoded;
-        for (uint64_t origin : origins) {
-            payload.clear();
-            request_for(kFirstRequestId + s.data_.size(), origin).encode(payload);
-            auto data = p2p::encode_frame_data(kGetBlockHeadersId, payload, true, encoded);
-            if (!data) return make_error("request: " + data.error().message());
-            s.data_.emplace_back(data->begin(), data->end());
-        }
-        return s;
+// The client: one GetBlockHeaders per origin, with request id kFirstRequestId + the origin's index.
+Outcome<FrameStream> request_stream(rlpx::FrameCodec codec, const std::vector<uint64_t>& origins) {
+    std::vector<Bytes> data;
+    Bytes payload;
+    Bytes encoded;
+    for (uint64_t origin : origins) {
+        payload.clear();
+        request_for(kFirstRequestId + data.size(), origin).encode(payload);
+        auto frame = p2p::encode_frame_data(kGetBlockHeadersId, payload, true, encoded);
+        if (!frame) return make_error("request: " + frame.error().message());
+        data.emplace_back(frame->begin(), frame->end());
     }
-
-    Outcome<void> refill() {
-        wire_.clear();
-        ends_.clear();
-        for (const Bytes& data : data_) {
-            if (auto r = codec_.write_frame(data, wire_); !r) return make_error("request: " + r.error().message());
-            ends_.push_back(wire_.size());
-        }
-        return {};
-    }
-    size_t size() const noexcept { return ends_.size(); }
-    ByteView frame(size_t i) const noexcept {
-        const size_t begin = i == 0 ? 0 : ends_[i - 1];
-        return ByteView{wire_}.subspan(begin, ends_[i] - begin);
-    }
-    rlpx::FrameCodec& codec() noexcept { return codec_; }
-
-  private:
-    explicit RequestStream(rlpx::FrameCodec codec) : codec_(std::move(codec)) {}
-
-    rlpx::FrameCodec codec_;
-    std::vector<Bytes> data_;  // frame data per origin
-    Bytes wire_;
-    std::vector<size_t> ends_;
-};
+    return FrameStream(std::move(codec), std::move(data));
+}
 
 // The server's side of one connection: the codec and every buffer p2p::Connection and serve_peer
 // keep per connection, reused for each request.
@@ -246,9 +215,9 @@ class Fixture {
             }
             CodecPair codecs = make_codecs();
             const std::vector<uint64_t> first(origins(p).begin(), origins(p).begin() + kBaselineReplies);
-            auto stream = RequestStream::create(std::move(codecs.client), first);
+            auto stream = request_stream(std::move(codecs.client), first);
             if (!stream) return stream.error();
-            RequestStream& client = *stream;
+            FrameStream& client = *stream;
             ServerSide server(std::move(codecs.server), *server_);
             if (auto r = client.refill(); !r) return r;
             Bytes body;
@@ -323,12 +292,12 @@ void bm_serve(benchmark::State& state, Placement placement) {
     const Fixture& f = *g_fixture;
     const std::vector<uint64_t> origins = origins_of_thread(state, f.origins(placement));
     CodecPair codecs = make_codecs();
-    auto stream = RequestStream::create(std::move(codecs.client), origins);
+    auto stream = request_stream(std::move(codecs.client), origins);
     if (!stream) {
         state.SkipWithError(stream.error().message.c_str());
         return;
     }
-    RequestStream& client = *stream;
+    FrameStream& client = *stream;
     ServerSide server(std::move(codecs.server), f.server());
     // An untimed pass over every origin: the buffers reach the capacity a long-lived connection has
     // (and the client's, which refills inside the loop, theirs).
@@ -348,7 +317,7 @@ void bm_serve(benchmark::State& state, Placement placement) {
     size_t next = 0;
     const auto totals = run_loop(state, [&]() -> Outcome<uint64_t> {
         if (next == client.size()) [[unlikely]] {
-            state.PauseTiming();  // the client's work; allocation-free (see RequestStream)
+            state.PauseTiming();  // the client's work; allocation-free (see FrameStream)
             auto r = client.refill();
             state.ResumeTiming();
             if (!r) return r.error();
