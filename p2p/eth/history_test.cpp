@@ -214,6 +214,47 @@ TEST(ServeHistory, ARunOfConsecutiveBlocksCostsOneReadOfItsHashesAndAJumpStillSe
     EXPECT_EQ(headers.reads, 2u + 1u + 2u + 2u * 5u);
 }
 
+// The asking side's decoder of replies: the request it encodes is what the serving side decodes,
+// and each malformed reply is refused with its reason.
+TEST(HistoryReply, RequestsRoundTripAndMalformedRepliesAreRefused) {
+    const std::vector<Hash32> hashes = {epoch().hashes[0], epoch().hashes[1]};
+    Bytes req;
+    encode_history_request(req, kEth70, MessageId::kGetReceipts, 9, hashes, 3);
+    auto r70 = GetReceiptsRequest70::decode(req);
+    ASSERT_TRUE(r70);
+    EXPECT_EQ(r70->request_id, 9u);
+    EXPECT_EQ(r70->first_block_receipt_index, 3u);
+    EXPECT_EQ(hash_at(r70->hashes, 1), hashes[1]);
+    req.clear();
+    encode_history_request(req, kEth69, MessageId::kGetReceipts, 9, hashes, 3);  // no index before eth/70
+    ASSERT_TRUE(HashListRequest::decode(req));
+
+    auto decode = [](uint64_t version, MessageId id, const Bytes& payload) {
+        return decode_history_reply(version, id, payload);
+    };
+    // [7, [[], []]]: two empty bodies.
+    const Bytes good = {0xc4, 0x07, 0xc2, 0xc0, 0xc0};
+    ASSERT_EQ(decode(kEth68, MessageId::kBlockBodies, good)->items.size(), 2u);
+    EXPECT_EQ(decode(kEth68, MessageId::kBlockHeaders, good).error(), make_error_code(MessageError::kWrongMessage));
+    // An item that is a string, not a list.
+    EXPECT_EQ(decode(kEth68, MessageId::kBlockBodies, Bytes{0xc4, 0x07, 0xc2, 0x80, 0xc0}).error(),
+              make_error_code(rlp::DecodeError::kUnexpectedString));
+    // Bytes after the envelope, and after the item list inside it.
+    EXPECT_EQ(decode(kEth68, MessageId::kBlockBodies, Bytes{0xc4, 0x07, 0xc2, 0xc0, 0xc0, 0x00}).error(),
+              make_error_code(rlp::DecodeError::kTrailingBytes));
+    EXPECT_EQ(decode(kEth68, MessageId::kBlockBodies, Bytes{0xc5, 0x07, 0xc2, 0xc0, 0xc0, 0x80}).error(),
+              make_error_code(rlp::DecodeError::kTrailingBytes));
+    // eth/70 Receipts: [7, flag, [[]]]; the flag is 0x80 or 0x01 and nothing else.
+    auto r = decode(kEth70, MessageId::kReceipts, Bytes{0xc4, 0x07, 0x01, 0xc1, 0xc0});
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(r->last_block_incomplete);
+    EXPECT_FALSE(decode(kEth70, MessageId::kReceipts, Bytes{0xc4, 0x07, 0x80, 0xc1, 0xc0})->last_block_incomplete);
+    EXPECT_EQ(decode(kEth70, MessageId::kReceipts, Bytes{0xc4, 0x07, 0x02, 0xc1, 0xc0}).error(),
+              make_error_code(MessageError::kBadFlag));
+    // The eth/69 form has no flag: an eth/70 reply is malformed there.
+    EXPECT_FALSE(decode(kEth69, MessageId::kReceipts, Bytes{0xc4, 0x07, 0x01, 0xc1, 0xc0}));
+}
+
 TEST(ServeHistory, TheReplyEndsAtTheFirstBlockNotHeldUnknownOrNotCanonical) {
     const uint64_t from = busy(1)[0];
     History history;
