@@ -153,6 +153,17 @@ test_get() {
     done
 }
 
+# serve_history_node DATADIR LOG RANGE: starts `headerd serve` on DATADIR in the background
+# (BG_PID), logging to LOG, and checks it says it serves and announces history RANGE (FIRST..LAST).
+serve_history_node() {
+    local d=$1 log=$2 range=$3
+    "$HEADERD" serve --datadir "$d" --listen "127.0.0.1:0" >"$log" 2>&1 &
+    BG_PID=$!
+    wait_for_file "$d/enode" "$log" 20
+    grep -q "Serving history.*range=$range announced=$range" "$log" ||
+        { cat "$log" >&2; fail "serve did not say it serves history $range"; }
+}
+
 test_history() {
     local d=$WORK/history-datadir eth out rc
     # Refusals first: nothing may be left behind by them.
@@ -165,11 +176,7 @@ test_history() {
     grep -q 'Imported history.*epoch=0 blocks=8192' "$WORK/import.log" || { cat "$WORK/import.log" >&2; fail "no history summary"; }
     [[ -f $d/history/mainnet-00000-5ec1ffb8.era1 ]] || fail "the epoch is not in $d/history under its name"
     timeout 300 "$HEADERD" freeze --datadir "$d" --keep 1000 >/dev/null
-    "$HEADERD" serve --datadir "$d" --listen "127.0.0.1:0" >"$WORK/serve-history.log" 2>&1 &
-    BG_PID=$!
-    wait_for_file "$d/enode" "$WORK/serve-history.log" 20
-    grep -q 'Serving history.*range=0..8191 announced=0..8191' "$WORK/serve-history.log" ||
-        { cat "$WORK/serve-history.log" >&2; fail "serve did not say it serves history 0..8191"; }
+    serve_history_node "$d" "$WORK/serve-history.log" 0..8191
     for eth in 68 69; do
         echo "== history_client.js --eth $eth -> headerd serve (history)"
         node "$HERE/history_client.js" "$(cat "$d/enode")" --eth "$eth" --timeout 120 ||
@@ -195,11 +202,7 @@ test_history_later_epoch() {
     grep -q 'Imported history.*epoch=21 blocks=8192 transactions=93 receipts=93' "$WORK/import-sepolia.log" ||
         { cat "$WORK/import-sepolia.log" >&2; fail "no Sepolia history summary"; }
     "$HEADERD" inspect --datadir "$d" | grep -q '^first block *172032 ' || fail "inspect does not show the first block"
-    "$HEADERD" serve --datadir "$d" --listen "127.0.0.1:0" >"$WORK/serve-sepolia.log" 2>&1 &
-    BG_PID=$!
-    wait_for_file "$d/enode" "$WORK/serve-sepolia.log" 20
-    grep -q 'Serving history.*range=172032..180223 announced=172032..180223' "$WORK/serve-sepolia.log" ||
-        { cat "$WORK/serve-sepolia.log" >&2; fail "serve did not say it serves history 172032..180223"; }
+    serve_history_node "$d" "$WORK/serve-sepolia.log" 172032..180223
     for eth in 68 69; do
         echo "== history_client.js --eth $eth --network sepolia -> headerd serve (epoch 21 only)"
         node "$HERE/history_client.js" "$(cat "$d/enode")" --eth "$eth" --network sepolia --era1 "$era" --timeout 120 ||

@@ -22,7 +22,7 @@ const { createBlockFromBytesArray } = require('@ethereumjs/block')
 const { createMPT } = require('@ethereumjs/mpt')
 const { keccak256 } = require('ethereum-cryptography/keccak.js')
 const { Common, Sepolia, Hardfork } = require('@ethereumjs/common')
-const { loadChain, mainnetCommon, listElements, bytesEqual, bytesToUint, uintBytes, hex } = require('./chain.js')
+const { loadChain, mainnetCommon, listElements, bytesEqual, bytesToUint, uintBytes, hex, fromHex } = require('./chain.js')
 const { CODES, statusOpts } = require('./eth.js')
 const { connect, exchangeStatus, closeText, ok, fail, finish, startRun } = require('./session.js')
 const { readEra1Headers } = require('./era1.js')
@@ -91,20 +91,17 @@ function sepoliaEpoch(file) {
   return {
     headers,
     head,
-    genesisHash: Uint8Array.from(Buffer.from(SEPOLIA_GENESIS.slice(2), 'hex')),
+    genesisHash: fromHex(SEPOLIA_GENESIS),
     networkId: SEPOLIA_NETWORK_ID,
-    forkId: { hash: Uint8Array.from(Buffer.from(forkHash.slice(2), 'hex')), next },
+    forkId: { hash: fromHex(forkHash), next },
     common,
   }
 }
 
-// The headers the server gives for [from, from + count), compared byte for byte with ours.
-async function checkHeaders(session, id, chain, from, count) {
-  const items = replyItems(
-    await session.request(CODES.GET_BLOCK_HEADERS, CODES.BLOCK_HEADERS, id, [uintBytes(from), uintBytes(count), uintBytes(0), uintBytes(0)]),
-    id,
-  )
-  return items
+// The headers the server gives for [from, from + count).
+async function headersFrom(session, id, from, count) {
+  const request = [uintBytes(from), uintBytes(count), uintBytes(0), uintBytes(0)]
+  return replyItems(await session.request(CODES.GET_BLOCK_HEADERS, CODES.BLOCK_HEADERS, id, request), id)
 }
 
 async function main() {
@@ -185,13 +182,13 @@ async function main() {
 
   // The headers: the same bytes as ours, and none below the first block held.
   id++
-  const served = await checkHeaders(session, id, chain, first, 192)
+  const served = await headersFrom(session, id, first, 192)
   const same = served.length === 192 && served.every((raw, i) => bytesEqual(raw, chain.headers[i].raw))
   if (same) ok(`GetBlockHeaders ${first}+192: the same headers, byte for byte`)
   else fail(`GetBlockHeaders ${first}+192: ${served.length} headers, not ours`)
   if (first > 0) {
     id++
-    const below = await checkHeaders(session, id, chain, first - 1, 2)
+    const below = await headersFrom(session, id, first - 1, 2)
     if (below.length === 0) ok(`GetBlockHeaders from block ${first - 1}, below the epoch: nothing`)
     else fail(`GetBlockHeaders from block ${first - 1}: ${below.length} headers, expected none`)
   }
