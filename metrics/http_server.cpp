@@ -20,7 +20,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
@@ -49,7 +48,7 @@ constexpr auto kWarningInterval = std::chrono::seconds(10);
 constexpr auto kLingerTime = std::chrono::seconds(2);
 constexpr size_t kMaxLingerBytes = size_t{1} << 20;
 
-using Request = http::request<http::empty_body>;
+using Request = http::request<http::string_body>;
 using Response = http::response<http::string_body>;
 
 std::string where(const tcp::endpoint& endpoint) {
@@ -67,9 +66,11 @@ bool should_warn(Clock::time_point& last) {
     return true;
 }
 
+constexpr const char* kPlainText = "text/plain; charset=utf-8";
+
 Response text_response(http::status status, unsigned version, std::string body) {
     Response res{status, version};
-    res.set(http::field::content_type, "text/plain; charset=utf-8");
+    res.set(http::field::content_type, kPlainText);
     res.body() = std::move(body);
     return res;
 }
@@ -79,17 +80,11 @@ Response text_response(http::status status, unsigned version, std::string body) 
 namespace detail {
 
 struct HttpServerState {
-    HttpServerState(asio::io_context& io_context, std::vector<std::weak_ptr<prometheus::Collectable>> sources,
-                    std::function<Health()> health_check, HttpOptions opts)
-        : io(io_context),
-          collectables(std::move(sources)),
-          health(std::move(health_check)),
-          options(opts),
-          acceptor(io_context) {}
+    HttpServerState(asio::io_context& io_context, HttpHandler request_handler, HttpOptions opts)
+        : io(io_context), handler(std::move(request_handler)), options(std::move(opts)), acceptor(io_context) {}
 
     asio::io_context& io;
-    const std::vector<std::weak_ptr<prometheus::Collectable>> collectables;
-    const std::function<Health()> health;
+    const HttpHandler handler;
     const HttpOptions options;
     tcp::acceptor acceptor;
     std::unordered_set<std::shared_ptr<beast::tcp_stream>> connections;
@@ -105,9 +100,9 @@ namespace {
 
 using State = detail::HttpServerState;
 
-std::string scrape(const State& s) {
+std::string scrape(const std::vector<std::weak_ptr<prometheus::Collectable>>& collectables) {
     std::vector<prometheus::MetricFamily> families;
-    for (const auto& weak : s.collectables) {
+    for (const auto& weak : collectables) {
         const auto collectable = weak.lock();
         if (!collectable) continue;
         auto collected = collectable->Collect();
@@ -118,33 +113,27 @@ std::string scrape(const State& s) {
 }
 
 Response respond(State& s, const Request& req) {
-    const std::string_view target = req.target();
-    const std::string_view path = target.substr(0, target.find('?'));
-    const bool is_metrics = path == "/metrics";
+    const auto field = [&req](http::field f) -> std::string_view {
+        const auto it = req.find(f);
+        return it == req.end() ? std::string_view{} : std::string_view(it->value());
+    };
+    const HttpRequest view{req.method_string(), req.target(), field(http::field::host),
+                           field(http::field::content_type), req.body()};
     Response res;
-    if (!is_metrics && path != "/healthz") {
-        res = text_response(http::status::not_found, req.version(), "not found\n");
-    } else if (req.method() != http::verb::get && req.method() != http::verb::head) {
-        res = text_response(http::status::method_not_allowed, req.version(), "method not allowed\n");
-        res.set(http::field::allow, "GET, HEAD");
-    } else {
-        // Collectors and the health check are other people's code: a throw is a 500 for this
-        // request, not the end of the connection.
-        try {
-            if (is_metrics) {
-                res = text_response(http::status::ok, req.version(), scrape(s));
-                res.set(http::field::content_type, kPrometheusTextContentType);
-            } else {
-                Health health = s.health ? s.health() : Health{true, "ok\n"};
-                res = text_response(health.ok ? http::status::ok : http::status::service_unavailable, req.version(),
-                                    std::move(health.body));
-            }
-        } catch (const std::exception& e) {
-            if (should_warn(s.last_handler_warning)) {
-                spdlog::warn("Metrics request failed                   path={} err=\"{}\"", path, e.what());
-            }
-            res = text_response(http::status::internal_server_error, req.version(), "internal error\n");
+    // Handlers (and the collectors and health checks behind the metrics handler) are other people's
+    // code: a throw is a 500 for this request, not the end of the connection.
+    try {
+        HttpResponse answer = s.handler(view);
+        res = text_response(static_cast<http::status>(answer.status), req.version(), std::move(answer.body));
+        res.set(http::field::content_type, answer.content_type);
+        for (const auto& [name, value] : answer.headers) res.set(name, value);
+    } catch (const std::exception& e) {
+        if (should_warn(s.last_handler_warning)) {
+            const std::string_view target = req.target();
+            spdlog::warn("HTTP request failed                      server={} path={} err=\"{}\"", s.options.name,
+                         target.substr(0, target.find('?')), e.what());
         }
+        res = text_response(http::status::internal_server_error, req.version(), "internal error\n");
     }
     res.keep_alive(req.keep_alive());
     res.prepare_payload();
@@ -154,13 +143,17 @@ Response respond(State& s, const Request& req) {
 }
 
 // The reply to a request that could not be parsed, or nothing when the connection just ended
-// (closed, reset, timed out or cancelled).
-std::optional<Response> reply_to_read_error(const boost::system::error_code& ec) {
+// (closed, reset, timed out or cancelled). With bodies refused (max_body_bytes 0) a body is a bad
+// request; over a limit that takes bodies, 413.
+std::optional<Response> reply_to_read_error(const boost::system::error_code& ec, size_t max_body_bytes) {
     if (ec.category() != http::make_error_code(http::error::bad_target).category()) return std::nullopt;
     if (ec == http::error::end_of_stream || ec == http::error::partial_message) return std::nullopt;
     std::optional<Response> reply;
     if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
         reply = text_response(http::status::request_header_fields_too_large, 11, "request header too large\n");
+    } else if (ec == http::error::body_limit && max_body_bytes > 0) {
+        reply = text_response(http::status::payload_too_large, 11,
+                              fmt::format("request body larger than {} bytes\n", max_body_bytes));
     } else {
         reply = text_response(http::status::bad_request, 11, "bad request\n");
     }
@@ -171,8 +164,11 @@ std::optional<Response> reply_to_read_error(const boost::system::error_code& ec)
 
 // Every request of a connection is read by a fresh parser with these limits, into a buffer made
 // by request_buffer().
-using RequestParser = http::request_parser<http::empty_body>;
-void limit(RequestParser& parser) { parser.header_limit(kMaxHeaderBytes); }
+using RequestParser = http::request_parser<http::string_body>;
+void limit(RequestParser& parser, const HttpOptions& options) {
+    parser.header_limit(kMaxHeaderBytes);
+    parser.body_limit(options.max_body_bytes);
+}
 beast::flat_buffer request_buffer() { return beast::flat_buffer(kMaxBufferedBytes); }
 
 void close(beast::tcp_stream& stream) {
@@ -203,12 +199,12 @@ asio::awaitable<void> run_session(std::shared_ptr<State> s, std::shared_ptr<beas
     beast::flat_buffer buffer = request_buffer();
     while (!s->stopping) {
         RequestParser parser;
-        limit(parser);
+        limit(parser, s->options);
         stream->expires_after(s->options.timeout);
         const auto [read_ec, read_n] = co_await http::async_read(*stream, buffer, parser, kTuple);
         if (s->stopping) break;
         if (read_ec) {
-            if (auto reply = reply_to_read_error(read_ec)) {
+            if (auto reply = reply_to_read_error(read_ec, s->options.max_body_bytes)) {
                 stream->expires_after(s->options.timeout);
                 const auto [write_ec, write_n] = co_await http::async_write(*stream, *reply, kTuple);
                 if (!write_ec && !s->stopping) co_await linger(stream, s->options.timeout);
@@ -230,7 +226,8 @@ asio::awaitable<void> accept_loop(std::shared_ptr<State> s) {
         if (s->stopping) break;
         if (ec) {
             if (should_warn(s->last_accept_warning)) {
-                spdlog::warn("Metrics accept failed, backing off       err=\"{}\"", ec.message());
+                spdlog::warn("HTTP accept failed, backing off          server={} err=\"{}\"", s->options.name,
+                             ec.message());
             }
             asio::steady_timer backoff(s->io, kAcceptBackoff);
             co_await backoff.async_wait(kTuple);
@@ -250,7 +247,8 @@ asio::awaitable<void> accept_loop(std::shared_ptr<State> s) {
                 std::rethrow_exception(e);
             } catch (const std::exception& ex) {
                 // One client's failure: the stream is closed by its destructor, the server goes on.
-                spdlog::debug("Metrics connection failed                err=\"{}\"", ex.what());
+                spdlog::debug("HTTP connection failed                   server={} err=\"{}\"", s->options.name,
+                              ex.what());
             }
         });
     }
@@ -295,21 +293,19 @@ std::string wire(const Message& m) {
 
 namespace detail {
 
-std::vector<std::string> answer_bytes(std::string_view bytes,
-                                      std::vector<std::weak_ptr<prometheus::Collectable>> collectables,
-                                      std::function<Health()> health) {
+std::vector<std::string> answer_bytes(std::string_view bytes, HttpHandler handler, HttpOptions options) {
     asio::io_context io;
-    State s(io, std::move(collectables), std::move(health), HttpOptions{});
+    State s(io, std::move(handler), std::move(options));
     BytesStream stream(bytes);
     beast::flat_buffer buffer = request_buffer();
     std::vector<std::string> replies;
     for (;;) {
         RequestParser parser;
-        limit(parser);
+        limit(parser, s.options);
         boost::system::error_code ec;
         http::read(stream, buffer, parser, ec);
         if (ec) {
-            if (auto reply = reply_to_read_error(ec)) replies.push_back(wire(*reply));
+            if (auto reply = reply_to_read_error(ec, s.options.max_body_bytes)) replies.push_back(wire(*reply));
             break;
         }
         const Response res = respond(s, parser.get());
@@ -319,11 +315,35 @@ std::vector<std::string> answer_bytes(std::string_view bytes,
     return replies;
 }
 
+std::vector<std::string> answer_bytes(std::string_view bytes,
+                                      std::vector<std::weak_ptr<prometheus::Collectable>> collectables,
+                                      std::function<Health()> health) {
+    return answer_bytes(bytes, metrics_handler(std::move(collectables), std::move(health)), HttpOptions{});
+}
+
 }  // namespace detail
+
+HttpHandler metrics_handler(std::vector<std::weak_ptr<prometheus::Collectable>> collectables,
+                            std::function<Health()> health) {
+    return [collectables = std::move(collectables), health = std::move(health)](const HttpRequest& req) {
+        const std::string_view path = req.target.substr(0, req.target.find('?'));
+        const bool is_metrics = path == "/metrics";
+        if (!is_metrics && path != "/healthz") return HttpResponse{404, kPlainText, "not found\n", {}};
+        if (req.method != "GET" && req.method != "HEAD") {
+            return HttpResponse{405, kPlainText, "method not allowed\n", {{"Allow", "GET, HEAD"}}};
+        }
+        if (is_metrics) return HttpResponse{200, std::string(kPrometheusTextContentType), scrape(collectables), {}};
+        Health h = health ? health() : Health{true, "ok\n"};
+        return HttpResponse{h.ok ? 200u : 503u, kPlainText, std::move(h.body), {}};
+    };
+}
 
 HttpServer::HttpServer(asio::io_context& io, std::vector<std::weak_ptr<prometheus::Collectable>> collectables,
                        std::function<Health()> health, HttpOptions options)
-    : state_(std::make_shared<State>(io, std::move(collectables), std::move(health), options)) {}
+    : HttpServer(io, metrics_handler(std::move(collectables), std::move(health)), std::move(options)) {}
+
+HttpServer::HttpServer(asio::io_context& io, HttpHandler handler, HttpOptions options)
+    : state_(std::make_shared<State>(io, std::move(handler), std::move(options))) {}
 
 HttpServer::~HttpServer() { stop(); }
 
@@ -337,7 +357,8 @@ Outcome<void> HttpServer::listen(const tcp::endpoint& endpoint) {
     if (ec) {
         boost::system::error_code ignored;
         acceptor.close(ignored);
-        return make_error(fmt::format("cannot listen for metrics on {}: {}", where(endpoint), ec.message()));
+        return make_error(
+            fmt::format("cannot listen for {} on {}: {}", state_->options.name, where(endpoint), ec.message()));
     }
     return {};
 }
@@ -351,12 +372,12 @@ void HttpServer::start() {
     auto& s = *state_;
     if (s.started || s.stopping || !s.acceptor.is_open()) return;
     s.started = true;
-    asio::co_spawn(s.io, accept_loop(state_), [](std::exception_ptr e) {
+    asio::co_spawn(s.io, accept_loop(state_), [name = s.options.name](std::exception_ptr e) {
         if (!e) return;
         try {
             std::rethrow_exception(e);
         } catch (const std::exception& ex) {
-            spdlog::error("Metrics accept loop failed               err=\"{}\"", ex.what());
+            spdlog::error("HTTP accept loop failed                   server={} err=\"{}\"", name, ex.what());
         }
     });
 }

@@ -380,9 +380,9 @@ TEST_F(HttpServerTest, StopClosesOpenConnectionsAndRunReturns) {
 
 TEST(HttpServer, ListenErrorNamesAddress) {
     asio::io_context io;
-    HttpServer first(io, {}, {});
+    HttpServer first(io, std::vector<std::weak_ptr<prometheus::Collectable>>{}, {});
     ASSERT_TRUE(first.listen(tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)).has_value());
-    HttpServer second(io, {}, {});
+    HttpServer second(io, std::vector<std::weak_ptr<prometheus::Collectable>>{}, {});
     const auto taken = second.listen(first.local_endpoint());
     ASSERT_FALSE(taken.has_value());
     const std::string expected = "127.0.0.1:" + std::to_string(first.local_endpoint().port());
