@@ -7,6 +7,7 @@
 #include <iostream>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 #include <prometheus/family.h>
@@ -41,6 +42,7 @@
 #include "p2p/net_metrics.hpp"
 #include "p2p/peer.hpp"
 #include "p2p/server.hpp"
+#include "rpc/json_rpc.hpp"
 #include "sync/follower.hpp"
 #include "sync/repair.hpp"
 #include "sync/scrubber.hpp"
@@ -77,13 +79,29 @@ Outcome<p2p::InboundLimits> inbound_limits(const Args& args) {
 
 }  // namespace
 
+// serve --rpc's HTTP server on a thread of its own: a batch of blocks read from era1 files never
+// holds up the control thread's accepts and scrapes. The server is used on that thread only, so
+// stop() (and the destructor, on an early return) stops it there and waits for the thread.
+struct RpcThread {
+    asio::io_context io{1};
+    std::optional<metrics::HttpServer> http;
+    std::thread thread;
+
+    void stop() {
+        if (!thread.joinable()) return;
+        asio::post(io, [this] { http->stop(); });
+        thread.join();
+    }
+    ~RpcThread() { stop(); }
+};
+
 int cmd_serve(int argc, char** argv) {
     CommandSpec spec{
         "serve",
         "serve the stored headers to devp2p peers (RLPx, eth/68 to eth/72)",
         "--datadir DIR [--listen HOST:PORT] [--max-peers N] [--max-pending N] [--workers N] [--metrics HOST:PORT] "
         "[--max-per-ip N] [--max-per-subnet N] [--inbound-throttle S] [--inbound-burst N] [--inbound-exempt LIST] "
-        "[--discovery v4|v5|v4,v5] [--bootnodes LIST] [--nat extip:IP]",
+        "[--discovery v4|v5|v4,v5] [--bootnodes LIST] [--nat extip:IP] [--rpc HOST:PORT]",
         {datadir_option(),
          {"listen", "[HOST:]PORT", "TCP address to accept peers on (host 127.0.0.1 if absent; port 0: any free port)",
           "127.0.0.1:30303", false},
@@ -91,6 +109,16 @@ int cmd_serve(int argc, char** argv) {
           "serve Prometheus metrics on http://HOST:PORT/metrics and /healthz (host 127.0.0.1 if absent; off when "
           "absent)",
           "", false},
+         {"rpc", "[HOST:]PORT",
+          "serve read-only JSON-RPC (blocks, headers, raw receipts; docs/rpc.md) on http://HOST:PORT/ (host "
+          "127.0.0.1 if absent; off when absent)",
+          "", false},
+         {"rpc.batch-limit", "N", "calls in one JSON-RPC batch; a larger batch is refused whole", "1000", false},
+         {"rpc.body-limit", "BYTES", "largest JSON-RPC request body; a larger one is answered HTTP 413", "5242880",
+          false},
+         {"rpc.response-limit", "BYTES",
+          "bytes of one batch's reply; calls after it is reached fail with -32003 \"response too large\"", "26214400",
+          false},
          {"max-peers", "N", "peers served at once; more get Disconnect \"too many peers\"", "50", false},
          {"max-pending", "N",
           "connections in the RLPx handshake at once; more wait in the listen backlog until one finishes", "64", false},
@@ -152,6 +180,21 @@ int cmd_serve(int argc, char** argv) {
         auto endpoint = parse_endpoint("metrics", *text);
         if (!endpoint) return fail(endpoint.error().message);
         metrics_at = *endpoint;
+    }
+    std::optional<tcp::endpoint> rpc_at;
+    if (auto text = args->get("rpc")) {
+        auto endpoint = parse_endpoint("rpc", *text);
+        if (!endpoint) return fail(endpoint.error().message);
+        rpc_at = *endpoint;
+    }
+    rpc::RpcLimits rpc_limits;
+    for (auto [name, limit] :
+         {std::pair{"rpc.batch-limit", &rpc_limits.max_batch}, std::pair{"rpc.body-limit", &rpc_limits.max_body_bytes},
+          std::pair{"rpc.response-limit", &rpc_limits.max_response_bytes}}) {
+        auto v = args->get_u64(name, *limit);
+        if (!v || *v == 0)
+            return fail(fmt::format("--{} {}: expected a positive number", name, args->get_or(name, "")));
+        *limit = static_cast<size_t>(*v);
     }
     auto max_peers = args->get_u64("max-peers", 50);
     if (!max_peers) return fail(max_peers.error().message);
@@ -380,6 +423,29 @@ int cmd_serve(int argc, char** argv) {
                      at.port());
     }
 
+    // JSON-RPC on a thread of its own: a batch of blocks read from era1 files never holds up the
+    // control thread's accepts and scrapes.
+    std::optional<rpc::Handler> rpc_handler;
+    RpcThread rpc_server;
+    if (rpc_at) {
+        if (!rpc_at->address().is_loopback()) {
+            spdlog::warn(
+                "JSON-RPC listens beyond loopback           rpc={} hint=\"it is read-only, but anyone who reaches "
+                "the port can read the node's chain at its cost\"",
+                rpc_at->address().to_string());
+        }
+        rpc_handler.emplace(db, history.get(), db.first_block(), kClientId, rpc_limits);
+        metrics::HttpOptions http_options;
+        http_options.max_body_bytes = rpc_limits.max_body_bytes;
+        http_options.name = "JSON-RPC";
+        auto& http_server = rpc_server.http.emplace(rpc_server.io, rpc_handler->http_handler(), http_options);
+        if (auto r = http_server.listen(*rpc_at); !r) return fail(r.error().message);
+        http_server.start();
+        const auto at = http_server.local_endpoint();
+        spdlog::info("JSON-RPC enabled                         url=http://{}:{}/", at.address().to_string(), at.port());
+        rpc_server.thread = std::thread([&io = rpc_server.io] { io.run(); });
+    }
+
     // DATADIR/enode last: scripts wait for it, and everything the start writes (DATADIR/enr) is
     // in place by then.
     if (auto r = p2p::write_file_atomic(enode_path, enode + "\n", 0644); !r) return fail(r.error().message);
@@ -546,6 +612,7 @@ int cmd_serve(int argc, char** argv) {
         if (follower) follower->stop();
         server.stop();
         if (http) http->stop();
+        rpc_server.stop();
     });
     pool.start();
     server.start();
