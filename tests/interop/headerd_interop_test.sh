@@ -8,15 +8,19 @@
 #          every body and receipt list of blocks 0..8191, eth/68 and eth/69, checked against the
 #          header roots by @ethereumjs/block and @ethereumjs/mpt; `import --history` refusals; the
 #          same for Sepolia's epoch 21 alone, in a datadir anchored with --trusted-root.
+#   rpc:   rpc_client.js (ethers, @ethereumjs/block) -> headerd serve --rpc: every block of Sepolia's
+#          epoch 21 with its transactions, raw headers, blocks and receipts, judged by the libraries;
+#          a headers-only mainnet datadir (whole empty blocks, 4444 for the others); the errors and
+#          limits with small --rpc.* values.
 #
-# Usage: headerd_interop_test.sh HEADERD [serve|get|history|all]        (default all)
+# Usage: headerd_interop_test.sh HEADERD [serve|get|history|rpc|all]        (default all)
 # Needs node >= 20 and `npm ci` run in tests/interop; exits 77 (CTest SKIP_RETURN_CODE) if not.
 set -euo pipefail
-HEADERD=${1:?usage: $0 HEADERD [serve|get|history|all]}
+HEADERD=${1:?usage: $0 HEADERD [serve|get|history|rpc|all]}
 MODE=${2:-all}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 DATA=$(cd "$HERE/../data" && pwd)
-case $MODE in serve | get | history | all) ;; *) echo "usage: $0 HEADERD [serve|get|history|all]" >&2; exit 2 ;; esac
+case $MODE in serve | get | history | rpc | all) ;; *) echo "usage: $0 HEADERD [serve|get|history|rpc|all]" >&2; exit 2 ;; esac
 
 if ! command -v node >/dev/null || [[ ! -d $HERE/node_modules/@ethereumjs/devp2p ]]; then
     echo "SKIP: node or $HERE/node_modules missing (run: cd $HERE && npm ci)" >&2
