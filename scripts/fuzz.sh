@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan + UBSan) in ./build-fuzz and runs each for
-# HEADERD_FUZZ_SECONDS (default 30; 12 targets, one per core at a time, so about 3 minutes on 2 cores) from a copy of its committed seed
+# HEADERD_FUZZ_SECONDS (default 30; 13 targets, one per core at a time, so about 3.5 minutes on 2 cores) from a copy of its committed seed
 # corpus, fuzz/corpus/<target>/ (real bytes from tests/data; the copy in build-fuzz/corpus/ grows,
 # the committed one is never modified). Any crash fails the script; its input is left in
 # build-fuzz/corpus/<target>-findings/. The long run per target is scripts/fuzz_long.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${HEADERD_FUZZ_SECONDS:-30}
-targets=(core rlpx eth reply freezer era1 config http enr dnsdisc v5wire v4wire)
+targets=(core rlpx eth reply freezer era1 config http rpc enr dnsdisc v5wire v4wire)
 . scripts/ccache.sh
 cmake --preset fuzz "${headerd_launcher[@]}" >/dev/null
 cmake --build build-fuzz --target "${targets[@]/%/_fuzz}" --parallel "$(nproc)"
