@@ -8,38 +8,54 @@ const std::vector<double>& rtt_buckets() {
     return b;
 }
 
-LoadMetrics::LoadMetrics(prometheus::Registry& registry, const std::vector<std::string>& profile_names) {
+LoadMetrics::LoadMetrics(prometheus::Registry& registry, const std::vector<std::string>& profile_names,
+                         const std::string& run_id) {
     using namespace prometheus;
+    // Every family carries the run's id, so the series of generators on several machines that ran
+    // together sum by (run) while Prometheus tells them apart by instance.
+    const prometheus::Labels run = run_id.empty() ? prometheus::Labels{} : prometheus::Labels{{"run", run_id}};
     auto& rtt = BuildHistogram()
                     .Name("headerd_load_request_seconds")
+                    .Labels(run)
                     .Help("Client-side round-trip time of GetBlockHeaders requests, by profile")
                     .Register(registry);
-    auto& requests =
-        BuildCounter().Name("headerd_load_requests_total").Help("GetBlockHeaders requests sent").Register(registry);
-    auto& headers = BuildCounter().Name("headerd_load_headers_total").Help("Headers received").Register(registry);
+    auto& requests = BuildCounter()
+                         .Name("headerd_load_requests_total")
+                         .Labels(run)
+                         .Help("GetBlockHeaders requests sent")
+                         .Register(registry);
+    auto& headers =
+        BuildCounter().Name("headerd_load_headers_total").Labels(run).Help("Headers received").Register(registry);
     auto& lost = BuildCounter()
                      .Name("headerd_load_lost_total")
+                     .Labels(run)
                      .Help("Requests without a reply by their deadline")
                      .Register(registry);
     auto& stale = BuildCounter()
                       .Name("headerd_load_stale_total")
+                      .Labels(run)
                       .Help("Replies to a request id that was not pending")
                       .Register(registry);
     auto& failures = BuildCounter()
                          .Name("headerd_load_verification_failures_total")
+                         .Labels(run)
                          .Help("Replies that broke the serving rules or differ from the reference chain")
                          .Register(registry);
     auto& drops = BuildCounter()
                       .Name("headerd_load_verdict_drops_total")
+                      .Labels(run)
                       .Help("Times the imitated client would have dropped the server, by reason")
                       .Register(registry);
     auto& errors = BuildCounter()
                        .Name("headerd_load_errors_total")
+                       .Labels(run)
                        .Help("Failed requests and connections, by kind")
                        .Register(registry);
-    in_flight_ = &BuildGauge().Name("headerd_load_in_flight").Help("Requests in flight").Register(registry).Add({});
+    in_flight_ =
+        &BuildGauge().Name("headerd_load_in_flight").Labels(run).Help("Requests in flight").Register(registry).Add({});
     clients_ = &BuildGauge()
                     .Name("headerd_load_clients_connected")
+                    .Labels(run)
                     .Help("Synthetic clients with an established session")
                     .Register(registry)
                     .Add({});

@@ -29,8 +29,10 @@ struct ProfileMeters {
 
 class LoadMetrics {
   public:
-    // One set of meters per profile name, registered in `registry`.
-    LoadMetrics(prometheus::Registry& registry, const std::vector<std::string>& profile_names);
+    // One set of meters per profile name, registered in `registry`; with a `run_id` (load --run-id)
+    // every family has the constant label run="ID".
+    LoadMetrics(prometheus::Registry& registry, const std::vector<std::string>& profile_names,
+                const std::string& run_id = {});
     ProfileMeters& profile(size_t index) { return meters_[index]; }
     prometheus::Gauge& in_flight() { return *in_flight_; }
     prometheus::Gauge& clients_connected() { return *clients_; }

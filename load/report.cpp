@@ -214,6 +214,10 @@ json::object build_report(const RunResult& r, const ReportContext& ctx,
     for (const auto& a : ctx.command) command.push_back(json::string(a));
     o["command"] = command;
     o["started_at"] = ctx.started_at;
+    o["run_id"] = ctx.run_id.empty() ? json::value(nullptr) : json::value(ctx.run_id);
+    o["start_at"] = ctx.start_at ? json::value(*ctx.start_at) : json::value(nullptr);
+    o["window"] = json::object{{"start_unix", std::round(ctx.window.start * 1000) / 1000},
+                               {"end_unix", std::round(ctx.window.end * 1000) / 1000}};
     o["duration_s"] = r.seconds;
     o["seed"] = ctx.seed;
     const ProfileStats t = totals_of(r);

@@ -17,7 +17,14 @@ namespace headerd::load {
 // Optional context the runner does not know.
 struct ReportContext {
     std::vector<std::string> command;
-    std::string started_at;  // ISO 8601 UTC
+    std::string started_at;               // ISO 8601 UTC
+    std::string run_id;                   // load --run-id; empty when not given
+    std::optional<std::string> start_at;  // load --start-at, as UTC
+    // The measured window in Unix seconds (the run's start to its end): what report --merge compares.
+    struct Window {
+        double start{0};
+        double end{0};
+    } window;
     uint64_t seed{0};
     size_t clients_requested{0};
     std::optional<double> target_rate;

@@ -3,6 +3,8 @@
 #include <sys/resource.h>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -157,6 +159,37 @@ Outcome<double> parse_seconds(const std::string& option, const std::string& text
         return make_error(fmt::format("--{} {}: expected seconds (a number >= 0)", option, text));
     }
     return v;
+}
+
+Outcome<double> parse_wall_time(const std::string& option, const std::string& text, double now) {
+    const auto bad = [&] {
+        return make_error(
+            fmt::format("--{} {}: expected a UTC time as 2026-12-05T10:00:00Z, seconds since 1970 (1796464800), or "
+                        "+SECONDS from now",
+                        option, text));
+    };
+    if (!text.empty() && text[0] == '+') {
+        auto s = parse_seconds(option, text.substr(1));
+        if (!s) return bad();
+        return now + *s;
+    }
+    if (text.find('T') == std::string::npos) {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size() || !(v >= 0) || v > 1e11) return bad();
+        return v;
+    }
+    std::tm tm{};
+    const char* rest = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+    if (rest == nullptr) return bad();
+    double fraction = 0;
+    if (*rest == '.') {
+        char* end = nullptr;
+        fraction = std::strtod(rest, &end);
+        rest = end;
+    }
+    if (std::string_view(rest) != "Z") return bad();
+    return static_cast<double>(timegm(&tm)) + fraction;
 }
 
 OptionSpec network_option(const std::string& help) { return {"network", "NAME", help, "mainnet", false}; }

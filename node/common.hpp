@@ -68,6 +68,10 @@ Outcome<const ChainConfig*> network_from_args(const Args& args, std::optional<sy
 
 // A number of seconds >= 0 (fractions allowed) given to --option; the error names the option.
 Outcome<double> parse_seconds(const std::string& option, const std::string& text);
+// A wall-clock instant for --start-at: UTC as YYYY-MM-DDTHH:MM:SS[.fff]Z, seconds since the Unix
+// epoch (a plain number, fractions allowed), or +S (S seconds after `now`). Returns seconds since
+// the epoch; the error names the option and the forms.
+Outcome<double> parse_wall_time(const std::string& option, const std::string& text, double now);
 
 // The enode URLs given to the repeatable option `name` (--peer, --follow), in order; an error
 // names the option and the value that is not an enode URL.

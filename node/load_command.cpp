@@ -4,6 +4,8 @@
 #include <unistd.h>
 #include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
@@ -39,6 +41,22 @@ namespace asio = boost::asio;
 std::atomic<int> g_signals{0};
 extern "C" void on_signal(int) { g_signals.fetch_add(1); }
 
+// Seconds since the Unix epoch, with the clock's resolution.
+double wall_seconds() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Unix seconds as 2026-12-05T10:00:00Z (fractions of a second as .fff when there are any).
+std::string utc_at(double unix_seconds) {
+    const auto t = static_cast<std::time_t>(std::floor(unix_seconds));
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    const auto ms = static_cast<int>(std::lround((unix_seconds - static_cast<double>(t)) * 1000));
+    return ms == 0 || ms == 1000 ? fmt::format("{}Z", buf) : fmt::format("{}.{:03d}Z", buf, ms);
+}
+
 std::string utc_now() {
     const std::time_t t = std::time(nullptr);
     std::tm tm{};
@@ -69,7 +87,8 @@ int cmd_load(int argc, char** argv) {
         "load-test header servers with synthetic syncing clients",
         "--peer ENODE [--peer ENODE ...] [--clients N] [--duration S | --requests K] [--profile NAME[:WEIGHT],...] "
         "[--rate R] [--ramp S] [--depth D] [--eth V] [--chain FILE|DATADIR ...] [--threshold EXPR ...] "
-        "[--json FILE] [--html FILE] [--metrics HOST:PORT] [--server-metrics URL] [--seed S]",
+        "[--json FILE] [--html FILE] [--metrics HOST:PORT] [--server-metrics URL] [--seed S] [--run-id ID] "
+        "[--start-at TIME]",
         {{"peer", "ENODE", "server to load (enode://...@HOST:PORT); clients are spread over all given", "", true, true},
          {"clients", "N", "synthetic clients, each its own connection and node key", "16", false},
          {"duration", "S", "seconds to run; 0 runs until interrupted (or --requests)", "30", false},
@@ -99,6 +118,14 @@ int cmd_load(int argc, char** argv) {
          {"server-metrics", "URL", "the server's /metrics, read before and after: its CPU per header, serve times", "",
           false},
          {"seed", "S", "seed for profile walks and jitter", "1", false},
+         {"run-id", "ID",
+          "the run this generator belongs to (letters, digits, . _ -): in the JSON report, where report --merge "
+          "matches it, and as the label run=\"ID\" of every headerd_load_* series",
+          "", false},
+         {"start-at", "TIME",
+          "begin at this wall-clock time (UTC 2026-12-05T10:00:00Z, Unix seconds, or +S from now), so that "
+          "generators on several machines measure the same window (docs/load.md, \"Several machines\")",
+          "", false},
          verbosity_option()},
         false,
         "",
@@ -162,6 +189,27 @@ int cmd_load(int argc, char** argv) {
     auto seed = args->get_u64("seed", 1);
     if (!seed) return usage(seed.error().message);
     cfg.seed = *seed;
+    const std::string run_id = args->get_or("run-id", "");
+    if (args->has("run-id") &&
+        (run_id.empty() || run_id.size() > 64 || !std::all_of(run_id.begin(), run_id.end(), [](unsigned char c) {
+             return std::isalnum(c) || c == '.' || c == '_' || c == '-';
+         }))) {
+        return usage(fmt::format("--run-id {}: expected 1 to 64 letters, digits, '.', '_' or '-'", run_id));
+    }
+    std::optional<double> start_at;  // Unix seconds
+    if (auto t = args->get("start-at")) {
+        const double now = wall_seconds();
+        auto at = parse_wall_time("start-at", *t, now);
+        if (!at) return usage(at.error().message);
+        if (*at < now - 1) {
+            return usage(
+                fmt::format("--start-at {}: that was {:.0f} s ago; give a time every generator is started "
+                            "before",
+                            *t, now - *at));
+        }
+        if (*at > now + 86400) return usage(fmt::format("--start-at {}: more than a day from now", *t));
+        start_at = *at;
+    }
     std::vector<load::Threshold> thresholds;
     for (const std::string& t : args->get_all("threshold")) {
         auto th = load::parse_threshold(t);
@@ -212,7 +260,7 @@ int cmd_load(int argc, char** argv) {
         registry = std::make_unique<metrics::Metrics>(kVersion, kCommit);
         std::vector<std::string> names;
         for (const auto& e : cfg.mix) names.emplace_back(e.profile->name);
-        meters = std::make_unique<load::LoadMetrics>(registry->registry(), names);
+        meters = std::make_unique<load::LoadMetrics>(registry->registry(), names, run_id);
         cfg.metrics = meters.get();
         net_meters = std::make_unique<p2p::NetMetrics>(registry->families());
         cfg.net_metrics = net_meters.get();
@@ -227,6 +275,19 @@ int cmd_load(int argc, char** argv) {
 
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
+    if (start_at) {
+        // Everything that can fail has been checked: the wait ends in the run.
+        spdlog::info("Waiting for the start                    at={} in={:.1f}s run={}", utc_at(*start_at),
+                     std::max(0.0, *start_at - wall_seconds()), run_id.empty() ? "-" : run_id);
+        while (wall_seconds() < *start_at) {
+            if (g_signals.load() != 0) {
+                spdlog::warn("Interrupted before the start: no run, no report");
+                return 130;
+            }
+            const double left = *start_at - wall_seconds();
+            std::this_thread::sleep_for(std::chrono::duration<double>(std::clamp(left, 0.0, 0.05)));
+        }
+    }
     const bool tty = isatty(STDERR_FILENO) != 0;
     spdlog::info(
         "Load starting                            peers={} clients={} profile={} {} duration={}", cfg.peers.size(),
@@ -234,6 +295,7 @@ int cmd_load(int argc, char** argv) {
         cfg.rate ? fmt::format("open loop at {:g} requests/s", *cfg.rate) : std::string("closed loop"),
         cfg.duration > load::Clock::duration::zero() ? fmt::format("{:g}s", *duration) : std::string("unbounded"));
     const std::string started_at = utc_now();
+    const double window_start = wall_seconds();
     std::optional<load::ServerSnapshot> server_before;
     if (server_url) {
         // A server that cannot be read now fails at once, before the run (exit 1).
@@ -271,6 +333,7 @@ int cmd_load(int argc, char** argv) {
         }
     });
     const double cpu_used = cpu_seconds() - cpu_before;
+    const double window_end = wall_seconds();
     if (tty) std::fprintf(stderr, "\n");
     if (http) {
         // HttpServer is used on its io thread only: stop it there, then its io runs out of work.
@@ -294,6 +357,9 @@ int cmd_load(int argc, char** argv) {
     ctx.command.front() = "headerd";
     ctx.command.insert(ctx.command.begin() + 1, "load");
     ctx.started_at = started_at;
+    ctx.run_id = run_id;
+    if (start_at) ctx.start_at = utc_at(*start_at);
+    ctx.window = {window_start, window_end};
     ctx.load_cpu_seconds = cpu_used;
     ctx.seed = cfg.seed;
     ctx.clients_requested = cfg.clients;
