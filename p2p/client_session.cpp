@@ -85,6 +85,10 @@ uint64_t ClientSession::target_headers(uint64_t max) const noexcept {
     return capacity_.target_items(kRequestCode, capacity_.target_rtt(), max);
 }
 
+uint64_t ClientSession::target_items(eth::MessageId request, uint64_t max) const noexcept {
+    return capacity_.target_items(static_cast<uint64_t>(request), capacity_.target_rtt(), max);
+}
+
 void ClientSession::start() {
     // Each loop holds the session alive until it ends; neither throws (errors end the session).
     auto executor = expiry_.get_executor();

@@ -150,6 +150,10 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
     const tracker::Capacity& capacity() const noexcept { return capacity_; }
     // Headers to ask for next so the reply takes about the target round trip, at most `max`.
     uint64_t target_headers(uint64_t max = 1024) const noexcept;
+    // The same for GetBlockBodies or GetReceipts (`request`): bodies or receipt lists to ask next so
+    // the reply takes about the target round trip, at most `max` (geth's BodyCapacity and
+    // ReceiptCapacity, eth/downloader/peer.go).
+    uint64_t target_items(eth::MessageId request, uint64_t max) const noexcept;
     Clock::duration target_timeout() const noexcept { return capacity_.target_timeout(); }
 
   private:
