@@ -1,5 +1,7 @@
 #include "load/profile.hpp"
 
+#include "load/history_profile.hpp"
+
 #include <algorithm>
 #include <array>
 
@@ -95,6 +97,51 @@ constexpr std::array kProfiles{
                 1,
                 {},
                 1},
+    // History: bodies and receipts after the headers (history_profile.cpp); not in `mix`.
+    ProfileSpec{"geth-history",
+                "geth snap sync: 512-header skeleton windows, then their bodies (<= 128) and receipts (<= 256)",
+                2,
+                6s,
+                TimeoutRule::kGethMsgrate,
+                69,
+                72,
+                1,
+                {},
+                0,
+                50},
+    ProfileSpec{"nethermind-history",
+                "Nethermind fast blocks: bodies and receipts of every block, from the top down, sized 4..128",
+                2,
+                10s,
+                TimeoutRule::kFixed,
+                68,
+                69,
+                1,
+                {},
+                0,
+                25},
+    ProfileSpec{"besu-history",
+                "Besu snap sync: batches of 128 blocks, bodies then receipts, five pipelined",
+                5,
+                5s,
+                TimeoutRule::kFixed,
+                68,
+                69,
+                1,
+                {},
+                0,
+                10},
+    ProfileSpec{"reth-history",
+                "reth pipeline: 1000-header windows, then bodies of non-empty blocks, 200 a request",
+                1,
+                20s,
+                TimeoutRule::kRethAdaptive,
+                68,
+                69,
+                1,
+                {},
+                0,
+                15},
 };
 
 Planned by_number(uint64_t origin, uint64_t amount, uint64_t skip, bool reverse, std::string_view step) {
@@ -124,7 +171,7 @@ Planned by_hash(const Hash32& hash, std::optional<uint64_t> number, uint64_t amo
 // is missing, is asked again before the walk moves on (as every real client does).
 class RetryingWalk : public Walk {
   public:
-    Planned next(const ChainView& chain, std::mt19937_64& rng) final {
+    std::optional<Planned> next(const ChainView& chain, std::mt19937_64& rng) final {
         if (!retry_.empty()) {
             Planned p = retry_.front();
             retry_.pop_front();
@@ -133,6 +180,7 @@ class RetryingWalk : public Walk {
         return plan(chain, rng);
     }
     void done(const Planned& p, RequestOutcome outcome, const ReplyFacts* facts) final {
+        if (outcome == RequestOutcome::kNotSent) return;
         if (outcome != RequestOutcome::kGood) {
             if (retry_.size() < 16) retry_.push_back(p);
             return;
@@ -200,7 +248,7 @@ class Besu final : public RetryingWalk {
 // peers (the clients of a fan-out group share one walk). A reply to an old step is ignored.
 class Erigon final : public Walk {
   public:
-    Planned next(const ChainView& chain, std::mt19937_64& /*rng*/) override {
+    std::optional<Planned> next(const ChainView& chain, std::mt19937_64& /*rng*/) override {
         if (!anchor_ || anchor_number_ == 0) {
             anchor_ = chain.head_hash;
             anchor_number_ = chain.head;
@@ -263,7 +311,7 @@ class EthereumJs final : public RetryingWalk {
 // only on chains that long), reth's gap fill (by hash, reverse, 32).
 class Probes final : public Walk {
   public:
-    Planned next(const ChainView& chain, std::mt19937_64& /*rng*/) override {
+    std::optional<Planned> next(const ChainView& chain, std::mt19937_64& /*rng*/) override {
         step_ = (step_ + 1) % 4;
         switch (step_) {
             case 0:
@@ -297,7 +345,7 @@ class Probes final : public Walk {
 // skip 63) and Besu's full-sync range (by hash, forward, 193, skip 199).
 class Legacy final : public Walk {
   public:
-    Planned next(const ChainView& chain, std::mt19937_64& rng) override {
+    std::optional<Planned> next(const ChainView& chain, std::mt19937_64& rng) override {
         step_ = (step_ + 1) % 5;
         const uint64_t head = chain.head;
         switch (step_) {
@@ -331,7 +379,7 @@ class Legacy final : public Walk {
 // (docs/load.md): origin past the head, amount 0, amount 2000, an unknown hash, skip 2^64-1.
 class Edge final : public Walk {
   public:
-    Planned next(const ChainView& chain, std::mt19937_64& rng) override {
+    std::optional<Planned> next(const ChainView& chain, std::mt19937_64& rng) override {
         step_ = (step_ + 1) % 6;
         switch (step_) {
             case 0:
@@ -491,7 +539,15 @@ const ProfileSpec* find_profile(std::string_view name) {
     return nullptr;
 }
 
+std::optional<VerdictEvent> Judge::judge_history(const Planned&, RequestOutcome o, const HistoryFacts*,
+                                                 Clock::time_point) {
+    if (o == RequestOutcome::kInvalid) return drop("invalid reply");
+    if (o == RequestOutcome::kTimeout) return penalty("timeout");
+    return std::nullopt;
+}
+
 std::unique_ptr<Walk> make_walk(const ProfileSpec& spec) {
+    if (spec.history()) return make_history_walk(spec);
     const std::string_view n = spec.name;
     if (n == "geth-skeleton") return std::make_unique<GethSkeleton>();
     if (n == "nethermind") return std::make_unique<Nethermind>();
@@ -505,6 +561,7 @@ std::unique_ptr<Walk> make_walk(const ProfileSpec& spec) {
 }
 
 std::unique_ptr<Judge> make_judge(const ProfileSpec& spec) {
+    if (spec.history()) return make_history_judge(spec);
     const std::string_view n = spec.name;
     if (n == "geth-skeleton") return std::make_unique<GethJudge>();
     if (n == "nethermind") return std::make_unique<NethermindJudge>();

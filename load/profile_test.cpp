@@ -31,7 +31,12 @@ const std::map<Hash32, uint64_t>& numbers() {
     return m;
 }
 
-ChainView view(uint64_t head = kReferenceHead) { return ChainView{head, reference_chain().hashes.at(head)}; }
+ChainView view(uint64_t head = kReferenceHead) {
+    ChainView v;
+    v.head = head;
+    v.head_hash = reference_chain().hashes.at(head);
+    return v;
+}
 
 // What a server with head `head` sends (geth's rules, written out independently of verify.cpp).
 std::vector<ByteView> serve(const GetBlockHeadersRequest& r, uint64_t head = kReferenceHead) {
@@ -71,7 +76,7 @@ ReplyFacts facts_of(const Planned& p, std::span<const ByteView> reply, const Ser
 
 // Plans one request, serves it from the real chain, verifies the reply, tells the walk.
 Planned step(Walk& walk, std::mt19937_64& rng, uint64_t head = kReferenceHead) {
-    Planned p = walk.next(view(head), rng);
+    Planned p = walk.next(view(head), rng).value();
     const auto reply = serve(p.request, head);
     const ReplyFacts f = facts_of(p, reply, {}, head);
     walk.done(p, RequestOutcome::kGood, &f);
@@ -115,11 +120,14 @@ std::unique_ptr<Judge> judge_of(std::string_view name) { return make_judge(spec(
 TEST(LoadProfiles, TableHasEveryProfileInOrder) {
     std::vector<std::string_view> names;
     double weights = 0;
+    double history_weights = 0;
     for (const ProfileSpec& p : profiles()) {
         SCOPED_TRACE(p.name);
         names.push_back(p.name);
         weights += p.mix_weight;
-        EXPECT_GT(p.mix_weight, 0);
+        history_weights += p.history_weight;
+        // Each profile is in one of the two mixes: `mix` (headers) or `history`.
+        EXPECT_NE(p.mix_weight > 0, p.history());
         EXPECT_FALSE(p.imitates.empty());
         EXPECT_GE(p.depth, 1u);
         EXPECT_GE(p.fanout, 1u);
@@ -131,8 +139,10 @@ TEST(LoadProfiles, TableHasEveryProfileInOrder) {
         EXPECT_EQ(find_profile(p.name), &p);
     }
     EXPECT_EQ(names, (std::vector<std::string_view>{"geth-skeleton", "nethermind", "besu", "erigon", "reth",
-                                                    "ethereumjs", "probes", "legacy", "edge"}));
+                                                    "ethereumjs", "probes", "legacy", "edge", "geth-history",
+                                                    "nethermind-history", "besu-history", "reth-history"}));
     EXPECT_DOUBLE_EQ(weights, 100);
+    EXPECT_DOUBLE_EQ(history_weights, 100);
     EXPECT_EQ(find_profile("geth"), nullptr);
     EXPECT_EQ(find_profile(""), nullptr);
     EXPECT_EQ(find_profile("mix"), nullptr);
@@ -202,18 +212,19 @@ TEST(LoadWalks, BesuAsksReverseBatchesOf192) {
 TEST(LoadWalks, BesuPipelinesFiveWithoutWaitingForReplies) {
     auto walk = walk_of("besu");
     std::mt19937_64 rng(1);
-    for (uint64_t i = 0; i < 5; ++i) expect_shape(walk->next(view(), rng), {false, 8191 - 192 * i, 192, 0, true});
+    for (uint64_t i = 0; i < 5; ++i)
+        expect_shape(walk->next(view(), rng).value(), {false, 8191 - 192 * i, 192, 0, true});
 }
 
 TEST(LoadWalks, ErigonChasesParentHashesByHash) {
     auto walk = walk_of("erigon");
     std::mt19937_64 rng(1);
-    const Planned first = walk->next(view(), rng);
+    const Planned first = walk->next(view(), rng).value();
     EXPECT_EQ(first.step, "PoS anchor");
     expect_shape(first, {true, 8191, 192, 0, true});
     // The five clients of a fan-out group all get the same request.
     for (int i = 0; i < 4; ++i) {
-        const Planned same = walk->next(view(), rng);
+        const Planned same = walk->next(view(), rng).value();
         EXPECT_EQ(same.request, first.request);
         EXPECT_EQ(same.generation, first.generation);
     }
@@ -224,18 +235,18 @@ TEST(LoadWalks, ErigonChasesParentHashesByHash) {
     walk->done(first, RequestOutcome::kGood, &f);
 
     // The next origin: the last header's parent, block 7999; a new generation.
-    const Planned second = walk->next(view(), rng);
+    const Planned second = walk->next(view(), rng).value();
     expect_shape(second, {true, 7999, 192, 0, true});
     EXPECT_EQ(to_hex0x(second.request.origin.hash), to_hex0x(f.last_parent_hash));
     EXPECT_NE(second.generation, first.generation);
 
     // The other clients' replies to the old step change nothing.
     walk->done(first, RequestOutcome::kGood, &f);
-    EXPECT_EQ(walk->next(view(), rng).request, second.request);
+    EXPECT_EQ(walk->next(view(), rng).value().request, second.request);
     // Nor does an empty reply.
     const ReplyFacts empty{};
     walk->done(second, RequestOutcome::kGood, &empty);
-    EXPECT_EQ(walk->next(view(), rng).request, second.request);
+    EXPECT_EQ(walk->next(view(), rng).value().request, second.request);
 
     // Chasing on down to genesis, then again from the head, each step a new generation.
     std::set<uint64_t> generations{first.generation, second.generation};
@@ -244,7 +255,7 @@ TEST(LoadWalks, ErigonChasesParentHashesByHash) {
         const auto r = serve(p.request);
         const ReplyFacts rf = facts_of(p, r);
         walk->done(p, RequestOutcome::kGood, &rf);
-        p = walk->next(view(), rng);
+        p = walk->next(view(), rng).value();
         EXPECT_TRUE(generations.insert(p.generation).second);
     }
     expect_shape(p, {true, 127, 192, 0, true});  // 7999 - 41 * 192
@@ -253,7 +264,7 @@ TEST(LoadWalks, ErigonChasesParentHashesByHash) {
     const ReplyFacts gf = facts_of(p, to_genesis);
     EXPECT_EQ(gf.last_number, 0u);
     walk->done(p, RequestOutcome::kGood, &gf);
-    const Planned again = walk->next(view(), rng);
+    const Planned again = walk->next(view(), rng).value();
     expect_shape(again, {true, 8191, 192, 0, true});
     EXPECT_TRUE(generations.insert(again.generation).second);
 }
@@ -304,11 +315,13 @@ TEST(LoadWalks, ProbesAskHeadParentDaoAndGapFill) {
     // Before any head reply there is no parent to ask: the head again.
     auto fresh = walk_of("probes");
     fresh->next(view(), rng);
-    const Planned second = fresh->next(view(), rng);
+    const Planned second = fresh->next(view(), rng).value();
     EXPECT_EQ(second.step, "head");
     expect_shape(second, {true, 8191, 1, 0, false});
     // On a chain past the DAO fork the check asks block 1,920,000.
-    EXPECT_EQ(fresh->next(ChainView{20'000'000, {}}, rng).request.origin.number, 1'920'000u);
+    ChainView long_chain;
+    long_chain.head = 20'000'000;
+    EXPECT_EQ(fresh->next(long_chain, rng).value().request.origin.number, 1'920'000u);
 }
 
 TEST(LoadWalks, LegacyAsksSkipSkeletonsFillsAncestorsAndFullSyncRanges) {
@@ -366,7 +379,7 @@ TEST(LoadWalks, EveryWalkGetsOnlyGoodRepliesFromAGoodServer) {
         auto judge = make_judge(s);
         std::mt19937_64 rng(7);
         for (int i = 0; i < 30; ++i) {
-            const Planned p = walk->next(view(), rng);
+            const Planned p = walk->next(view(), rng).value();
             const auto reply = serve(p.request);
             const ReplyFacts f = facts_of(p, reply);
             auto verdict = judge->judge(p, RequestOutcome::kGood, &f, Clock::time_point{} + i * 1s);
@@ -385,9 +398,9 @@ TEST(LoadWalks, AFailedRequestIsAskedAgainBeforeTheWalkMovesOn) {
             auto walk = walk_of(name);
             std::mt19937_64 rng(1);
             step(*walk, rng);  // past reth's and ethereumjs's first probe
-            const Planned p = walk->next(view(), rng);
+            const Planned p = walk->next(view(), rng).value();
             walk->done(p, failure, nullptr);
-            const Planned again = walk->next(view(), rng);
+            const Planned again = walk->next(view(), rng).value();
             EXPECT_EQ(again.request, p.request);
             EXPECT_EQ(again.step, p.step);
             EXPECT_EQ(again.origin_number, p.origin_number);
@@ -396,7 +409,7 @@ TEST(LoadWalks, AFailedRequestIsAskedAgainBeforeTheWalkMovesOn) {
             const auto reply = serve(again.request);
             const ReplyFacts f = facts_of(again, reply);
             walk->done(again, RequestOutcome::kGood, &f);
-            EXPECT_NE(walk->next(view(), rng).request, p.request);
+            EXPECT_NE(walk->next(view(), rng).value().request, p.request);
         }
     }
 }
@@ -404,11 +417,11 @@ TEST(LoadWalks, AFailedRequestIsAskedAgainBeforeTheWalkMovesOn) {
 TEST(LoadWalks, BesuRetriesAFailedRequestAheadOfItsPipeline) {
     auto walk = walk_of("besu");
     std::mt19937_64 rng(1);
-    const Planned a = walk->next(view(), rng);
-    const Planned b = walk->next(view(), rng);
+    const Planned a = walk->next(view(), rng).value();
+    const Planned b = walk->next(view(), rng).value();
     walk->done(a, RequestOutcome::kTimeout, nullptr);
-    EXPECT_EQ(walk->next(view(), rng).request, a.request);
-    expect_shape(walk->next(view(), rng), {false, 8191 - 2 * 192, 192, 0, true});
+    EXPECT_EQ(walk->next(view(), rng).value().request, a.request);
+    expect_shape(walk->next(view(), rng).value(), {false, 8191 - 2 * 192, 192, 0, true});
     (void)b;
 }
 
@@ -418,7 +431,7 @@ void expect_rest_asked(std::string_view name, size_t probes_first, uint64_t got,
     auto walk = walk_of(name);
     std::mt19937_64 rng(1);
     for (size_t i = 0; i < probes_first; ++i) step(*walk, rng);
-    const Planned p = walk->next(view(), rng);
+    const Planned p = walk->next(view(), rng).value();
     const auto reply = serve(p.request);
     ASSERT_GT(reply.size(), got);
     const std::span<const ByteView> cut(reply.data(), got);
@@ -428,14 +441,14 @@ void expect_rest_asked(std::string_view name, size_t probes_first, uint64_t got,
     const ReplyFacts f = facts_of(p, cut, rules);
     ASSERT_EQ(f.count, got);
     walk->done(p, RequestOutcome::kGood, &f);
-    const Planned r = walk->next(view(), rng);
+    const Planned r = walk->next(view(), rng).value();
     EXPECT_EQ(r.step, p.step);
     expect_shape(r, rest);
     // The rest, answered in full, completes the batch; the walk goes on where it was.
     const auto rest_reply = serve(r.request);
     const ReplyFacts rf = facts_of(r, rest_reply);
     walk->done(r, RequestOutcome::kGood, &rf);
-    expect_shape(walk->next(view(), rng), then);
+    expect_shape(walk->next(view(), rng).value(), then);
 }
 
 TEST(LoadWalks, AShortReplysRestIsAskedFor) {
@@ -449,14 +462,14 @@ TEST(LoadWalks, GethSkeletonDoesNotAskTheRestOfAShortBatch) {
     // geth drops the peer instead (the judge); the walk goes on.
     auto walk = walk_of("geth-skeleton");
     std::mt19937_64 rng(1);
-    const Planned p = walk->next(view(), rng);
+    const Planned p = walk->next(view(), rng).value();
     const auto reply = serve(p.request);
     ServeRules rules;
     rules.soft_bytes = 0;
     for (size_t i = 0; i < 100; ++i) rules.soft_bytes += reply[i].size();
     const ReplyFacts f = facts_of(p, std::span<const ByteView>(reply.data(), 100), rules);
     walk->done(p, RequestOutcome::kGood, &f);
-    expect_shape(walk->next(view(), rng), {false, 7678, 512, 0, true});
+    expect_shape(walk->next(view(), rng).value(), {false, 7678, 512, 0, true});
     EXPECT_EQ(judge_of("geth-skeleton")->judge(p, RequestOutcome::kGood, &f, {})->reason, "short skeleton batch");
 }
 

@@ -55,6 +55,12 @@ Outcome<std::unique_ptr<ReferenceChain>> ReferenceChain::open(const std::vector<
     const auto head = chain->db_->head();
     if (!head) return make_error(fmt::format("--chain {}: holds no headers", sources.front()));
     chain->head_ = head->number;
+    chain->first_ = chain->db_->first_block();
+    if (chain->first_ > 0 && chain->db_->config() != nullptr) {
+        // A chain anchored at a later epoch holds no genesis header: its network names the genesis.
+        chain->genesis_ = chain->db_->config()->genesis_hash;
+        return chain;
+    }
     auto genesis = chain->db_->canonical_hash(0);
     if (!genesis || !*genesis) return make_error(fmt::format("--chain {}: no genesis", sources.front()));
     chain->genesis_ = **genesis;

@@ -26,6 +26,9 @@ class ReferenceChain {
     ReferenceChain& operator=(const ReferenceChain&) = delete;
 
     uint64_t head() const noexcept { return head_; }
+    // The lowest block held: 0, or the first block of a chain that starts at a later epoch
+    // (a datadir imported with --trusted-root).
+    uint64_t first() const noexcept { return first_; }
     const Hash32& genesis_hash() const noexcept { return genesis_; }
     const std::string& description() const noexcept { return description_; }
     const db::ChainDb& db() const noexcept { return *db_; }
@@ -39,6 +42,7 @@ class ReferenceChain {
     std::string temp_dir_;  // removed on destruction; empty for a datadir given by the user
     std::string description_;
     uint64_t head_{0};
+    uint64_t first_{0};
     Hash32 genesis_{};
 };
 

@@ -571,16 +571,24 @@ TEST(LoadReport, SummaryTableListsEveryProfileAndATotal) {
 // ---- parse_mix and assign_profiles --------------------------------------------------------------
 
 TEST(LoadMix, MixGivesEveryProfileWithItsWeight) {
-    auto mix = parse_mix("mix");
-    ASSERT_TRUE(mix) << mix.error().message;
-    ASSERT_EQ(mix->size(), profiles().size());
-    double sum = 0;
-    for (size_t i = 0; i < mix->size(); ++i) {
-        EXPECT_EQ((*mix)[i].profile, &profiles()[i]);
-        EXPECT_DOUBLE_EQ((*mix)[i].weight, profiles()[i].mix_weight);
-        sum += (*mix)[i].weight;
+    // `mix`: the header profiles; `history`: the ones that fetch bodies and receipts.
+    for (const bool history : {false, true}) {
+        auto mix = parse_mix(history ? "history" : "mix");
+        ASSERT_TRUE(mix) << mix.error().message;
+        std::vector<const ProfileSpec*> expected;
+        for (const ProfileSpec& p : profiles()) {
+            if (p.history() == history) expected.push_back(&p);
+        }
+        ASSERT_EQ(mix->size(), expected.size());
+        EXPECT_EQ(expected.size(), history ? 4u : 9u);
+        double sum = 0;
+        for (size_t i = 0; i < mix->size(); ++i) {
+            EXPECT_EQ((*mix)[i].profile, expected[i]);
+            EXPECT_DOUBLE_EQ((*mix)[i].weight, history ? expected[i]->history_weight : expected[i]->mix_weight);
+            sum += (*mix)[i].weight;
+        }
+        EXPECT_DOUBLE_EQ(sum, 100);
     }
-    EXPECT_DOUBLE_EQ(sum, 100);
 }
 
 TEST(LoadMix, NamesWithOptionalWeights) {
@@ -612,8 +620,9 @@ void expect_mix_error(const std::string& text, const std::string& why) {
 
 TEST(LoadMix, RejectsUnknownNamesBadWeightsAndEmptyEntries) {
     expect_mix_error("geth",
-                     "unknown profile 'geth' (one of: mix, geth-skeleton, nethermind, besu, erigon, reth, "
-                     "ethereumjs, probes, legacy, edge)");
+                     "unknown profile 'geth' (one of: mix, history, geth-skeleton, nethermind, besu, erigon, "
+                     "reth, ethereumjs, probes, legacy, edge, geth-history, nethermind-history, besu-history, "
+                     "reth-history)");
     expect_mix_error("besu,nosuch:2", "unknown profile 'nosuch'");
     expect_mix_error("Besu", "unknown profile 'Besu'");
     expect_mix_error("mix:2", "unknown profile 'mix'");

@@ -50,7 +50,15 @@ std::string enode_url(const p2p::Enode& e) {
 Outcome<std::vector<MixEntry>> parse_mix(const std::string& text) {
     std::vector<MixEntry> mix;
     if (text == "mix") {
-        for (const ProfileSpec& p : profiles()) mix.push_back({&p, p.mix_weight});
+        for (const ProfileSpec& p : profiles()) {
+            if (!p.history()) mix.push_back({&p, p.mix_weight});
+        }
+        return mix;
+    }
+    if (text == "history") {
+        for (const ProfileSpec& p : profiles()) {
+            if (p.history()) mix.push_back({&p, p.history_weight});
+        }
         return mix;
     }
     size_t pos = 0;
@@ -65,7 +73,7 @@ Outcome<std::vector<MixEntry>> parse_mix(const std::string& text) {
         if (spec == nullptr) {
             std::string names;
             for (const ProfileSpec& p : profiles()) names += (names.empty() ? "" : ", ") + std::string(p.name);
-            return make_error(fmt::format("--profile: unknown profile '{}' (one of: mix, {})", name, names));
+            return make_error(fmt::format("--profile: unknown profile '{}' (one of: mix, history, {})", name, names));
         }
         double weight = 1;
         if (colon != std::string::npos) {
@@ -163,14 +171,24 @@ struct Runner::Impl {
     static void learn_growth(Client& c, const ReplyFacts& facts, std::span<const ByteView> headers);
     // One request: sends, waits, verifies, judges, records. Returns false when the session ended.
     asio::awaitable<bool> one_request(Client& c, Planned p, std::optional<Clock::time_point> intended);
+    // The same for a GetBlockBodies or GetReceipts request of a history profile.
+    asio::awaitable<bool> one_history(Client& c, Planned p, std::optional<Clock::time_point> intended);
+    // The request's timeout by the profile's rule; nullopt: the session's (geth msgrate).
+    std::optional<Clock::duration> timeout_for(const Client& c) const;
+    // The client's view of the server's chain for its walk to plan from.
+    void refresh_view(Client& c) const;
+    // Counts replies to ids that were not pending since the last call, as failures of `p`.
+    void count_stale(Client& c, const Planned& p, ProfileMeters* meters, const char* reply);
+    // Records a verdict of the client's judge.
+    void record_verdict(Client& c, const std::optional<VerdictEvent>& verdict, ProfileMeters* meters);
     // Counts a request sent: in its profile's stats, the second's (the timeline) and the metrics.
-    void count_request(Client& c);
+    void count_request(Client& c, Message m = Message::kHeaders);
     // Counts a reply, good or not, that took `rtt`: replies, headers, header bytes and the RTT, in
     // the profile's stats, the second's and the metrics.
     void record_reply(Client& c, std::span<const ByteView> headers, Clock::duration rtt);
     // Counts a reply that failed verification, or a protocol breach the session saw in one, as a
     // verification failure, and records the failure.
-    void record_invalid(Client& c, const Planned& p, const std::string& reason);
+    void record_invalid(Client& c, const Planned& p, const std::string& reason, Message m = Message::kHeaders);
     void record_failure(Client& c, const Planned& p, const std::string& reason);
     void count_error(Client& c, const char* kind);
 };
@@ -193,6 +211,8 @@ struct Client {
     uint64_t stale_seen{0};
     int lanes{0};
     std::optional<asio::steady_timer> lanes_done;
+    // Lanes whose walk has nothing to ask wait on this; every finished request cancels it.
+    std::optional<asio::steady_timer> wake;
     // Open loop: this client's share of the rate.
     Clock::duration interval{};
     Clock::time_point next_slot{};
@@ -214,10 +234,11 @@ void Runner::Impl::count_error(Client& c, const char* kind) {
     }
 }
 
-void Runner::Impl::count_request(Client& c) {
+void Runner::Impl::count_request(Client& c, Message m) {
     {
         std::lock_guard lock(c.shard->mu);
         ++c.shard->profiles[c.profile].requests;
+        ++c.shard->profiles[c.profile].message(m).requests;
         ++c.shard->interval.requests;
     }
     if (cfg.metrics != nullptr) cfg.metrics->profile(c.profile).requests->Increment();
@@ -239,6 +260,11 @@ void Runner::Impl::record_reply(Client& c, std::span<const ByteView> headers, Cl
         second.bytes += bytes;
         s.rtt.record(nanos);
         second.rtt.record(nanos);
+        MessageStats& m = s.message(Message::kHeaders);
+        ++m.replies;
+        m.items += headers.size();
+        m.bytes += bytes;
+        m.rtt.record(nanos);
     }
     if (cfg.metrics != nullptr) {
         ProfileMeters& meters = cfg.metrics->profile(c.profile);
@@ -247,11 +273,12 @@ void Runner::Impl::record_reply(Client& c, std::span<const ByteView> headers, Cl
     }
 }
 
-void Runner::Impl::record_invalid(Client& c, const Planned& p, const std::string& reason) {
+void Runner::Impl::record_invalid(Client& c, const Planned& p, const std::string& reason, Message m) {
     {
         std::lock_guard lock(c.shard->mu);
         ProfileStats& s = c.shard->profiles[c.profile];
         ++s.verification_failures;
+        ++s.message(m).verification_failures;
         ++s.errors["verification"];
         ++c.shard->interval.errors;
     }
@@ -267,13 +294,24 @@ void Runner::Impl::record_failure(Client& c, const Planned& p, const std::string
         FailureRecord f;
         f.client = c.index;
         f.profile = std::string(c.spec->name);
-        f.request = describe(r);
         f.reason = reason;
-        f.origin = r.origin.is_hash ? to_hex0x(r.origin.hash) : std::to_string(r.origin.number);
-        f.amount = r.amount;
-        f.skip = r.skip;
-        f.reverse = r.reverse;
         f.id = r.request_id;
+        if (p.history) {
+            // A GetBlockBodies or GetReceipts request: its blocks instead of an origin.
+            f.message = p.history->bodies() ? "GetBlockBodies" : "GetReceipts";
+            f.request = fmt::format("id {}, {}", r.request_id, describe(*p.history));
+            f.amount = p.history->blocks.size();
+            if (!p.history->blocks.empty()) {
+                f.origin = std::to_string(p.history->blocks.front()->number);
+                f.blocks = {p.history->blocks.front()->number, p.history->blocks.back()->number};
+            }
+        } else {
+            f.request = describe(r);
+            f.origin = r.origin.is_hash ? to_hex0x(r.origin.hash) : std::to_string(r.origin.number);
+            f.amount = r.amount;
+            f.skip = r.skip;
+            f.reverse = r.reverse;
+        }
         c.shard->failures.push_back(std::move(f));
     }
 }
@@ -395,26 +433,23 @@ void Runner::Impl::learn_growth(Client& c, const ReplyFacts& facts, std::span<co
     c.view.head_hash = known != Hash32{} ? known : header_hash(last_is_top ? headers.back() : headers.front());
 }
 
-asio::awaitable<bool> Runner::Impl::one_request(Client& c, Planned p, std::optional<Clock::time_point> intended) {
-    ProfileMeters* meters = cfg.metrics != nullptr ? &cfg.metrics->profile(c.profile) : nullptr;
-    const uint64_t head_low = c.view.head;
-    Clock::duration timeout = c.spec->timeout;
-    std::optional<Clock::duration> ask_timeout = timeout;
-    if (cfg.timeout) {
-        ask_timeout = *cfg.timeout;
-    } else if (c.spec->timeout_rule == TimeoutRule::kGethMsgrate) {
-        ask_timeout.reset();  // the session's msgrate target timeout
-    } else if (c.spec->timeout_rule == TimeoutRule::kRethAdaptive) {
-        ask_timeout = c.reth_timeout;
-    }
-    count_request(c);
-    if (meters != nullptr) cfg.metrics->in_flight().Increment();
-    in_flight.fetch_add(1);
-    auto result = co_await c.session->request(p.request, ask_timeout);
-    in_flight.fetch_sub(1);
-    if (meters != nullptr) cfg.metrics->in_flight().Decrement();
-    const auto now = Clock::now();
+std::optional<Clock::duration> Runner::Impl::timeout_for(const Client& c) const {
+    if (cfg.timeout) return *cfg.timeout;
+    if (c.spec->timeout_rule == TimeoutRule::kGethMsgrate) return std::nullopt;  // the session's msgrate timeout
+    if (c.spec->timeout_rule == TimeoutRule::kRethAdaptive) return c.reth_timeout;
+    return c.spec->timeout;
+}
 
+void Runner::Impl::refresh_view(Client& c) const {
+    const p2p::ClientSession& session = *c.session;
+    c.view.earliest.reset();
+    if (eth::has_block_range(session.link().version)) c.view.earliest = session.link().chain.earliest;
+    c.view.lowest = cfg.reference != nullptr ? cfg.reference->first() : 0;
+    c.view.body_capacity = session.target_items(eth::MessageId::kGetBlockBodies, 1024);
+    c.view.receipt_capacity = session.target_items(eth::MessageId::kGetReceipts, 1024);
+}
+
+void Runner::Impl::count_stale(Client& c, const Planned& p, ProfileMeters* meters, const char* reply) {
     // Replies to ids that were not pending: the session dropped them; the server sent them.
     if (const uint64_t stale = c.session->stats().stale; stale > c.stale_seen) {
         const uint64_t d = stale - c.stale_seen;
@@ -424,8 +459,35 @@ asio::awaitable<bool> Runner::Impl::one_request(Client& c, Planned p, std::optio
             c.shard->profiles[c.profile].stale += d;
         }
         if (meters != nullptr) meters->stale->Increment(static_cast<double>(d));
-        record_failure(c, p, fmt::format("{} BlockHeaders reply(s) to a request id that was not pending", d));
+        record_failure(c, p, fmt::format("{} {} reply(s) to a request id that was not pending", d, reply));
     }
+}
+
+void Runner::Impl::record_verdict(Client& c, const std::optional<VerdictEvent>& verdict, ProfileMeters* meters) {
+    if (!verdict) return;
+    {
+        std::lock_guard lock(c.shard->mu);
+        ProfileStats& s = c.shard->profiles[c.profile];
+        ++(verdict->drop ? s.drops : s.penalties);
+        ++s.verdict_reasons[(verdict->drop ? "drop: " : "penalty: ") + verdict->reason];
+    }
+    if (verdict->drop && meters != nullptr) {
+        meters->drops->Add({{"profile", std::string(c.spec->name)}, {"reason", verdict->reason}}).Increment();
+    }
+}
+
+asio::awaitable<bool> Runner::Impl::one_request(Client& c, Planned p, std::optional<Clock::time_point> intended) {
+    if (p.history) co_return co_await one_history(c, std::move(p), intended);
+    ProfileMeters* meters = cfg.metrics != nullptr ? &cfg.metrics->profile(c.profile) : nullptr;
+    const uint64_t head_low = c.view.head;
+    count_request(c);
+    if (meters != nullptr) cfg.metrics->in_flight().Increment();
+    in_flight.fetch_add(1);
+    auto result = co_await c.session->request(p.request, timeout_for(c));
+    in_flight.fetch_sub(1);
+    if (meters != nullptr) cfg.metrics->in_flight().Decrement();
+    const auto now = Clock::now();
+    count_stale(c, p, meters, "BlockHeaders");
 
     RequestOutcome outcome = RequestOutcome::kGood;
     std::optional<ReplyFacts> facts;
@@ -452,6 +514,7 @@ asio::awaitable<bool> Runner::Impl::one_request(Client& c, Planned p, std::optio
             c.reth_timeout = reth_next_timeout(c.reth_timeout, result->rtt);
         if (v.ok()) {
             facts = *v.facts;
+            c.walk->headers(p, result->headers);
         } else {
             outcome = RequestOutcome::kInvalid;
             record_invalid(c, p, v.failure);
@@ -463,16 +526,21 @@ asio::awaitable<bool> Runner::Impl::one_request(Client& c, Planned p, std::optio
         {
             std::lock_guard lock(c.shard->mu);
             ++c.shard->profiles[c.profile].lost;
+            ++c.shard->profiles[c.profile].message(Message::kHeaders).lost;
         }
         if (meters != nullptr) meters->lost->Increment();
         count_error(c, "timeout");
         record_failure(c, p, "no reply: " + result.error().message);
     } else if (result.error().kind == p2p::RequestFailure::Kind::kRejected) {
         count_error(c, "rejected");
+        c.walk->done(p, RequestOutcome::kNotSent, nullptr);
         co_return true;
     } else {
         session_alive = false;
-        if (closing.load()) co_return false;  // the end of the run: not an error
+        if (closing.load()) {  // the end of the run: not an error
+            c.walk->done(p, RequestOutcome::kNotSent, nullptr);
+            co_return false;
+        }
         const auto& err = c.session->error();
         if (err && p2p::is_misbehaviour(err->kind())) {
             // The server broke the protocol with its reply (e.g. more headers than asked for).
@@ -485,37 +553,145 @@ asio::awaitable<bool> Runner::Impl::one_request(Client& c, Planned p, std::optio
         }
     }
 
-    if (auto verdict = c.judge->judge(p, outcome, facts ? &*facts : nullptr, now)) {
+    record_verdict(c, c.judge->judge(p, outcome, facts ? &*facts : nullptr, now), meters);
+    c.walk->done(p, outcome, facts ? &*facts : nullptr);
+    co_return session_alive;
+}
+
+asio::awaitable<bool> Runner::Impl::one_history(Client& c, Planned p, std::optional<Clock::time_point> intended) {
+    ProfileMeters* meters = cfg.metrics != nullptr ? &cfg.metrics->profile(c.profile) : nullptr;
+    const HistoryAsk& ask = *p.history;
+    const Message m = ask.bodies() ? Message::kBodies : Message::kReceipts;
+    count_request(c, m);
+    if (meters != nullptr) cfg.metrics->in_flight().Increment();
+    in_flight.fetch_add(1);
+    auto result = co_await c.session->request_history(ask.request, ask.hashes, timeout_for(c), ask.first_receipt_index);
+    in_flight.fetch_sub(1);
+    if (meters != nullptr) cfg.metrics->in_flight().Decrement();
+    const auto now = Clock::now();
+    count_stale(c, p, meters, ask.bodies() ? "BlockBodies" : "Receipts");
+
+    RequestOutcome outcome = RequestOutcome::kGood;
+    std::optional<HistoryFacts> facts;
+    bool session_alive = true;
+    if (result) {
+        p.request.request_id = result->request_id;
+        const auto& link = c.session->link();
+        HistoryContext ctx{link.version, std::nullopt};
+        if (eth::has_block_range(link.version)) {
+            ctx.announced = std::pair<uint64_t, uint64_t>{link.chain.earliest, link.chain.head_number.value_or(0)};
+        }
+        HistoryVerifyResult v = verify_history_reply(ask, ctx, result->items, result->last_block_incomplete);
+        const auto rtt = intended ? now - *intended : result->rtt;
+        uint64_t bytes = 0;
+        for (ByteView i : result->items) bytes += i.size();
         {
             std::lock_guard lock(c.shard->mu);
             ProfileStats& s = c.shard->profiles[c.profile];
-            ++(verdict->drop ? s.drops : s.penalties);
-            ++s.verdict_reasons[(verdict->drop ? "drop: " : "penalty: ") + verdict->reason];
+            IntervalStats& second = c.shard->interval;
+            const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(rtt);
+            ++s.replies;
+            ++second.replies;
+            s.rtt.record(nanos);
+            second.rtt.record(nanos);
+            second.bytes += bytes;
+            (m == Message::kBodies ? second.bodies : second.receipt_lists) += result->items.size();
+            MessageStats& ms = s.message(m);
+            ++ms.replies;
+            ms.items += result->items.size();
+            ms.bytes += bytes;
+            ms.rtt.record(nanos);
+            if (v.ok()) {
+                ms.receipts += v.facts->receipts;
+                if (v.facts->items == 0 && !ask.blocks.empty()) ++ms.empty;
+                if (v.facts->short_reply) ++ms.short_replies;
+            }
         }
-        if (verdict->drop && meters != nullptr) {
-            meters->drops->Add({{"profile", std::string(c.spec->name)}, {"reason", verdict->reason}}).Increment();
+        if (meters != nullptr) meters->rtt->Observe(std::chrono::duration<double>(rtt).count());
+        if (c.spec->timeout_rule == TimeoutRule::kRethAdaptive)
+            c.reth_timeout = reth_next_timeout(c.reth_timeout, result->rtt);
+        if (v.ok()) {
+            facts = std::move(*v.facts);
+            facts->rtt = result->rtt;
+        } else {
+            outcome = RequestOutcome::kInvalid;
+            record_invalid(c, p, v.failure, m);
+        }
+    } else if (result.error().kind == p2p::RequestFailure::Kind::kTimeout) {
+        outcome = RequestOutcome::kTimeout;
+        {
+            std::lock_guard lock(c.shard->mu);
+            ++c.shard->profiles[c.profile].lost;
+            ++c.shard->profiles[c.profile].message(m).lost;
+        }
+        if (meters != nullptr) meters->lost->Increment();
+        count_error(c, "timeout");
+        record_failure(c, p, "no reply: " + result.error().message);
+    } else if (result.error().kind == p2p::RequestFailure::Kind::kRejected) {
+        count_error(c, "rejected");
+        c.walk->done_history(p, RequestOutcome::kNotSent, nullptr);
+        co_return true;
+    } else {
+        session_alive = false;
+        if (closing.load()) {
+            c.walk->done_history(p, RequestOutcome::kNotSent, nullptr);
+            co_return false;
+        }
+        const auto& err = c.session->error();
+        if (err && p2p::is_misbehaviour(err->kind())) {
+            // The server broke the protocol with its reply (e.g. more bodies than hashes asked).
+            outcome = RequestOutcome::kInvalid;
+            record_invalid(c, p, err->what(), m);
+        } else {
+            outcome = RequestOutcome::kClosed;
+            count_error(c, "closed");
+            spdlog::debug("Client {} ({}): session ended: {}", c.index, c.spec->name, result.error().message);
         }
     }
-    c.walk->done(p, outcome, facts ? &*facts : nullptr);
+
+    record_verdict(c, c.judge->judge_history(p, outcome, facts ? &*facts : nullptr, now), meters);
+    c.walk->done_history(p, outcome, facts ? &*facts : nullptr);
     co_return session_alive;
 }
 
 asio::awaitable<void> Runner::Impl::lane(std::shared_ptr<Client> c) {
     const bool open_loop = cfg.rate.has_value();
     while (!stopping.load(std::memory_order_relaxed) && c->session && !c->session->closed()) {
+        refresh_view(*c);
+        std::optional<Planned> p = c->walk->next(c->view, c->rng);
+        if (!p) {
+            // Nothing to ask until a request in flight is done (a history walk waiting for its
+            // headers): wait for the next one to finish, or 100 ms.
+            c->wake->expires_after(100ms);
+            co_await c->wake->async_wait(kTuple);
+            continue;
+        }
         std::optional<Clock::time_point> intended;
         if (open_loop) {
             intended = c->next_slot;
             c->next_slot += c->interval;
             co_await sleep_until(*intended, stopping);
-            if (stopping.load()) break;
+            if (stopping.load()) {
+                if (p->history) {
+                    c->walk->done_history(*p, RequestOutcome::kNotSent, nullptr);
+                } else {
+                    c->walk->done(*p, RequestOutcome::kNotSent, nullptr);
+                }
+                break;
+            }
         }
         if (cfg.requests && sent.fetch_add(1) >= *cfg.requests) {
             stopping.store(true);
+            if (p->history) {
+                c->walk->done_history(*p, RequestOutcome::kNotSent, nullptr);
+            } else {
+                c->walk->done(*p, RequestOutcome::kNotSent, nullptr);
+            }
             break;
         }
-        Planned p = c->walk->next(c->view, c->rng);
-        if (!co_await one_request(*c, std::move(p), intended)) break;
+        const bool alive = co_await one_request(*c, std::move(*p), intended);
+        c->wake->cancel();
+        if (!alive) break;
         if (c->spec->think > Clock::duration::zero() && !open_loop) {
             std::uniform_real_distribution<double> jitter(0.8, 1.2);
             const auto pause = std::chrono::duration_cast<Clock::duration>(c->spec->think * jitter(c->rng));
@@ -556,6 +732,7 @@ asio::awaitable<void> Runner::Impl::client_main(std::shared_ptr<Client> c) {
             }
             c->lanes = static_cast<int>(depth);
             c->lanes_done.emplace(co_await asio::this_coro::executor, Clock::time_point::max());
+            c->wake.emplace(co_await asio::this_coro::executor, Clock::time_point::max());
             for (uint32_t i = 0; i < depth; ++i) asio::co_spawn(c->lanes_done->get_executor(), lane(c), asio::detached);
             while (c->lanes > 0) co_await c->lanes_done->async_wait(kTuple);
         }
@@ -656,6 +833,8 @@ RunResult Runner::run(const std::function<void(const StatusLine&)>& on_second) {
             p.requests = s.requests;
             p.replies = s.replies;
             p.headers = s.headers;
+            p.bodies = s.bodies;
+            p.receipt_lists = s.receipt_lists;
             p.bytes = s.bytes;
             p.errors = s.errors;
             p.p50_ms = to_ms(s.rtt.quantile(0.5));

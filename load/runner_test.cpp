@@ -28,6 +28,7 @@
 #include "core/hex.hpp"
 #include "core/synthetic.hpp"
 #include "db/chain_db.hpp"
+#include "db/era_store.hpp"
 #include "db/import.hpp"
 #include "load/reference_chain.hpp"
 #include "load/report.hpp"
@@ -71,6 +72,8 @@ struct ServedOptions {
     std::optional<std::pair<uint64_t, uint64_t>> synthetic;
     // /metrics on 127.0.0.1, as `headerd serve --metrics`.
     bool metrics{false};
+    // The epoch's bodies and receipts too, as after `headerd import --history`.
+    bool history{false};
 };
 
 // The epoch in a datadir (blocks below 7192 frozen), or a synthetic chain, served by a p2p::Server
@@ -95,6 +98,13 @@ class Served {
             if (!chain_->freeze(freeze)) throw std::runtime_error("freeze failed");
         }
         p2p::ServerOptions so;
+        if (o.history) {
+            auto store = db::EraStore::open((dir_ / "history").string());
+            if (!store) throw std::runtime_error(store.error().message);
+            history_ = std::move(*store);
+            if (auto r = db::import_history(*chain_, *history_, kEra1); !r) throw std::runtime_error(r.error().message);
+            so.history = history_.get();
+        }
         so.listen = p2p::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0);
         so.client_id = "headerd/runner-test";
         if (o.metrics) {
@@ -122,6 +132,7 @@ class Served {
         pool_.join();
         server_.reset();
         http_.reset();
+        history_.reset();
         chain_->set_read_observer(nullptr);
         chain_.reset();
         std::filesystem::remove_all(dir_);
@@ -136,6 +147,7 @@ class Served {
   private:
     std::filesystem::path dir_;
     std::unique_ptr<db::ChainDb> chain_;
+    std::unique_ptr<db::EraStore> history_;
     std::unique_ptr<metrics::Metrics> registry_;
     std::unique_ptr<p2p::NetMetrics> net_metrics_;
     asio::io_context control_{1};
@@ -253,7 +265,8 @@ TEST(LoadRunner, EveryProfileVerifiesAgainstARealServer) {
     EXPECT_EQ(r.clients_connected_max, 12u);
     ASSERT_TRUE(r.server);
     EXPECT_EQ(r.server->head, 8191u);
-    ASSERT_EQ(r.profiles.size(), profiles().size());
+    ASSERT_EQ(r.profiles.size(), cfg.mix.size());
+    ASSERT_EQ(r.profiles.size(), 9u);
     uint64_t timeline_requests = 0;
     for (const auto& p : r.timeline) timeline_requests += p.requests;
     uint64_t total_requests = 0;
@@ -274,6 +287,53 @@ TEST(LoadRunner, EveryProfileVerifiesAgainstARealServer) {
     EXPECT_LE(timeline_requests, total_requests);
     EXPECT_EQ(meters.in_flight().Value(), 0);
     EXPECT_EQ(meters.clients_connected().Value(), 0);
+}
+
+// The history profiles against a server holding the epoch's bodies and receipts (import
+// --history): every body and receipt list checked against the headers the clients got, and each
+// request message counted apart. Epoch 0 has uncles but no transaction, so geth and reth ask the
+// bodies with uncles only and no client but Nethermind asks a receipt list (it asks every block's).
+TEST(LoadRunner, HistoryProfilesVerifyEveryBodyAndReceiptList) {
+    ServedOptions options;
+    options.history = true;
+    Served served(options);
+    auto reference = ReferenceChain::open({kEra1});
+    ASSERT_TRUE(reference) << reference.error().message;
+    LoadConfig cfg = config_for(served, reference->get());
+    cfg.clients = 4;
+    cfg.mix = *parse_mix("history");
+    RunResult r = Runner(cfg).run({});
+
+    EXPECT_TRUE(verified(r)) << (r.failures.empty() ? "no reply" : r.failures.front().reason);
+    ASSERT_EQ(r.profiles.size(), 4u);
+    uint64_t timeline_bodies = 0;
+    for (const auto& t : r.timeline) timeline_bodies += t.bodies;
+    uint64_t bodies = 0;
+    for (size_t i = 0; i < r.profiles.size(); ++i) {
+        const ProfileStats& s = r.profiles[i];
+        const std::string name(r.profile_specs[i]->name);
+        SCOPED_TRACE(name);
+        const MessageStats& h = s.message(Message::kHeaders);
+        const MessageStats& b = s.message(Message::kBodies);
+        const MessageStats& rc = s.message(Message::kReceipts);
+        EXPECT_GT(h.replies, 0u);
+        EXPECT_GT(b.items, 0u);
+        EXPECT_EQ(b.rtt.count(), b.replies);
+        EXPECT_EQ(s.requests, h.requests + b.requests + rc.requests);
+        EXPECT_EQ(s.replies, h.replies + b.replies + rc.replies);
+        EXPECT_EQ(s.replies, s.requests);  // drained
+        EXPECT_EQ(s.headers, h.items);
+        EXPECT_EQ(b.receipts, 0u);  // no transaction in epoch 0
+        EXPECT_EQ(s.verification_failures + s.lost + s.drops + s.penalties, 0u);
+        if (name == "nethermind-history") {
+            EXPECT_GT(rc.items, 0u);
+            EXPECT_EQ(rc.receipts, 0u);
+        } else {
+            EXPECT_EQ(rc.requests, 0u);
+        }
+        bodies += b.items;
+    }
+    EXPECT_LE(timeline_bodies, bodies);
 }
 
 TEST(LoadRunner, StopsAfterTheRequestsAskedForOrWhenStopped) {

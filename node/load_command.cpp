@@ -94,8 +94,8 @@ int cmd_load(int argc, char** argv) {
          {"duration", "S", "seconds to run; 0 runs until interrupted (or --requests)", "30", false},
          {"requests", "K", "stop after K requests in total", "", false},
          {"profile", "LIST",
-          "mix, or NAME[:WEIGHT],... of geth-skeleton nethermind besu erigon reth ethereumjs "
-          "probes legacy edge",
+          "mix (header profiles), history (bodies and receipts), or NAME[:WEIGHT],... of geth-skeleton nethermind "
+          "besu erigon reth ethereumjs probes legacy edge geth-history nethermind-history besu-history reth-history",
           "mix", false},
          {"rate", "R", "open loop: R requests/s in total, latency from the intended send time", "", false},
          {"ramp", "S", "seconds over which the clients connect", "0", false},
