@@ -1,6 +1,7 @@
 #include "load/html_report.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -429,6 +430,22 @@ void timeline_charts(std::string& out, const json::object& report) {
             no_data(out, "the timeline has no header counts");
         }
         out += "</figure>\n";
+        // History profiles: bodies and receipt lists per second, when any came.
+        const std::vector<TimeLine> history{
+            {"bodies", "bodies/s", kGreen, timeline_points(*timeline, "bodies")},
+            {"receipt_lists", "receipt lists/s", kOrange, timeline_points(*timeline, "receipt_lists")}};
+        const bool any_history = std::any_of(history.begin(), history.end(), [](const TimeLine& l) {
+            return std::any_of(l.points.begin(), l.points.end(),
+                               [](const TimePoint& p) { return p.value && *p.value > 0; });
+        });
+        if (any_history) {
+            out += "<figure>\n<figcaption>Bodies and receipt lists per second</figcaption>\n";
+            legend(out, history, false);
+            time_chart(out,
+                       {"throughput", "bodies and receipt lists per second over time", "items/s", "", 230, si_text},
+                       history, nullptr);
+            out += "</figure>\n";
+        }
     }
     out += "</section>\n";
 
@@ -765,12 +782,17 @@ void profile_tables(std::string& out, const json::object& report) {
 }
 
 // A failed request as the report describes it: an object {origin, amount, skip, reverse} becomes
-// "by number 4096, 128 headers, skip 3, forward"; a string is shown as it is.
+// "by number 4096, 128 headers, skip 3, forward"; a GetBlockBodies or GetReceipts request {message,
+// blocks, first, last} "GetBlockBodies of 128 blocks 100..227"; a string is shown as it is.
 std::string request_text(const json::value* request) {
     if (request == nullptr) return "-";
     if (request->is_string()) return esc(request->get_string());
     const json::object* r = request->if_object();
     if (r == nullptr) return "-";
+    if (const auto message = string_at(r, "message"); message && *message != "GetBlockHeaders") {
+        return esc(fmt::format("{} of {} blocks {}..{}", *message, plain_text(number_at(r, "blocks")),
+                               plain_text(number_at(r, "first")), plain_text(number_at(r, "last"))));
+    }
     const json::value* origin = field(r, "origin");
     std::string out;
     if (origin != nullptr && origin->is_string()) {
@@ -783,6 +805,56 @@ std::string request_text(const json::value* request) {
     const auto reverse = bool_at(r, "reverse");
     return out + fmt::format(", {} headers, skip {}, {}", plain_text(number_at(r, "amount")),
                              plain_text(number_at(r, "skip")), reverse ? (*reverse ? "reverse" : "forward") : "-");
+}
+
+// Each request message of the profiles that sent bodies or receipt requests: what came back,
+// what was checked, and the round trip of that message alone.
+void history_tables(std::string& out, const json::object& report) {
+    const json::array* profiles = array_at(&report, "profiles");
+    if (profiles == nullptr) return;
+    static constexpr std::array<std::pair<const char*, const char*>, 3> kMessageRows{
+        {{"headers", "GetBlockHeaders"}, {"bodies", "GetBlockBodies"}, {"receipts", "GetReceipts"}}};
+    std::string rows;
+    for (size_t i = 0; i < profiles->size(); ++i) {
+        const json::object* p = (*profiles)[i].if_object();
+        const json::object* messages = object_at(p, "messages");
+        const bool asked = number_at(object_at(messages, "bodies"), "requests").value_or(0) > 0 ||
+                           number_at(object_at(messages, "receipts"), "requests").value_or(0) > 0;
+        if (!asked) continue;
+        const std::string name = string_at(p, "name").value_or(fmt::format("#{}", i + 1));
+        for (const auto& [key, request] : kMessageRows) {
+            const json::object* m = object_at(messages, key);
+            if (number_at(m, "requests").value_or(0) == 0) continue;
+            const auto replies = number_at(m, "replies");
+            const auto items = number_at(m, "items");
+            std::optional<double> per_reply;
+            if (replies && items && *replies > 0) per_reply = *items / *replies;
+            auto contents = number_at(m, "transactions");
+            if (!contents) contents = number_at(m, "receipts");
+            const json::object* rtt = object_at(m, "rtt_ms");
+            put(rows, "<tr><td>{}</td><td class=\"text\">{}</td>{}{}{}{}<td>{}</td>{}{}{}{}{}{}{}{}</tr>\n", esc(name),
+                request, num_cell(number_at(m, "requests")), num_cell(replies), num_cell(items), num_cell(per_reply),
+                bytes_text(number_at(m, "bytes")), num_cell(contents), num_cell(number_at(m, "empty_replies")),
+                num_cell(number_at(m, "short_replies")), num_cell(number_at(m, "lost"), true),
+                num_cell(number_at(m, "verification_failures"), true), ms_cell(number_at(rtt, "p50")),
+                ms_cell(number_at(rtt, "p99")), ms_cell(number_at(rtt, "max")));
+        }
+    }
+    if (rows.empty()) return;
+    out += "<section>\n<h2>Bodies and receipts</h2>\n";
+    out +=
+        "<div class=\"table-wrap\"><table>\n<thead><tr><th>profile</th><th class=\"text\">message</th>"
+        "<th>requests</th><th>replies</th><th>items</th><th>items/reply</th><th>bytes</th>"
+        "<th>transactions / receipts</th><th>empty</th><th>short</th><th>lost</th><th>verification failures</th>"
+        "<th>p50 ms</th><th>p99 ms</th><th>max ms</th></tr></thead>\n<tbody>\n";
+    out += rows;
+    out += "</tbody></table></div>\n";
+    out +=
+        "<p class=\"note\">Every body is checked against its header's transactions root, ommers hash and "
+        "withdrawals root, every receipt list (eth/69 and later: with its blooms rebuilt from the logs) against "
+        "the receipts root; the headers are the ones the same client got from the server and verified. Empty and "
+        "short replies are counted; inside the range an eth/69 server announced they fail verification.</p>\n"
+        "</section>\n";
 }
 
 void failures_section(std::string& out, const json::object& report) {
@@ -1203,6 +1275,7 @@ std::string render_html_report(const boost::json::object& report) {
     timeline_charts(out, report);
     histogram_charts(out, report);
     profile_tables(out, report);
+    history_tables(out, report);
     failures_section(out, report);
     thresholds_section(out, report);
     server_metrics_section(out, report);

@@ -343,6 +343,49 @@ TEST(HtmlReport, LongTimelineKeepsEveryPointWithoutDots) {
     EXPECT_EQ(count_of(html, " s: 1 error</title>"), 6u);
 }
 
+TEST(HtmlReport, BodiesAndReceiptsHaveTheirTableChartAndFailures) {
+    const json::object report = json::parse(R"({
+      "schema": "headerd-load-report", "version": 1,
+      "timeline": [{"t": 1, "requests": 70, "headers": 5120, "bodies": 4000, "receipt_lists": 1000, "errors": 0},
+                   {"t": 2, "requests": 60, "headers": 4096, "bodies": 3000, "receipt_lists": 900, "errors": 0}],
+      "profiles": [{"name": "geth-history", "clients": 1, "history": true, "messages": {
+          "headers": {"requests": 10, "replies": 10, "items": 5120, "bytes": 2764800, "lost": 0,
+                      "verification_failures": 0, "rtt_ms": {"p50": 1.0, "p99": 2.0, "max": 3.0}},
+          "bodies": {"requests": 40, "replies": 40, "items": 4000, "bytes": 2000000, "transactions": 93,
+                     "empty_replies": 0, "short_replies": 2, "lost": 0, "verification_failures": 0,
+                     "rtt_ms": {"p50": 5.0, "p99": 6.5, "max": 7.0}},
+          "receipts": {"requests": 20, "replies": 20, "items": 1000, "bytes": 300000, "receipts": 93,
+                       "empty_replies": 1, "short_replies": 1, "lost": 0, "verification_failures": 1,
+                       "rtt_ms": {"p50": 50.0, "p99": 60.0, "max": 70.0}}}},
+                   {"name": "nethermind", "clients": 1, "history": false, "messages": {
+          "headers": {"requests": 5, "replies": 5, "items": 960},
+          "bodies": {"requests": 0}, "receipts": {"requests": 0}}}],
+      "failures": [{"client": 0, "profile": "geth-history",
+                    "request": {"id": 7, "message": "GetReceipts", "blocks": 3, "first": 172100, "last": 172140},
+                    "reason": "receipt list 1 (block 172120): receipts do not match the header's receipts root"}],
+      "verified": false})")
+                                    .as_object();
+    const std::string html = render_html_report(report);
+    EXPECT_EQ(count_of(html, "<h2>Bodies and receipts</h2>"), 1u);
+    // One row per message of the history profile; none for the header profile.
+    EXPECT_NE(html.find("<tr><td>geth-history</td><td class=\"text\">GetBlockBodies</td><td>40</td><td>40</td>"
+                        "<td>4,000</td><td>100</td>"),
+              std::string::npos)
+        << html;
+    EXPECT_NE(html.find("<td class=\"text\">GetReceipts</td><td>20</td>"), std::string::npos);
+    EXPECT_NE(html.find("<td class=\"text\">GetBlockHeaders</td><td>10</td>"), std::string::npos);
+    EXPECT_EQ(html.find("<tr><td>nethermind</td><td class=\"text\">"), std::string::npos);
+    EXPECT_EQ(series_points(html, "bodies"), json::parse("[[1,4000],[2,3000]]").as_array());
+    EXPECT_EQ(series_points(html, "receipt_lists"), json::parse("[[1,1000],[2,900]]").as_array());
+    EXPECT_NE(html.find("GetReceipts of 3 blocks 172100..172140"), std::string::npos);
+    EXPECT_NE(html.find("receipt list 1 (block 172120): receipts do not match the header&#39;s receipts root"),
+              std::string::npos);
+    // A run of header profiles has neither the section nor the chart.
+    const std::string plain = render_html_report(load_sample());
+    EXPECT_EQ(plain.find("Bodies and receipts"), std::string::npos);
+    EXPECT_EQ(plain.find("data-series=\"bodies\""), std::string::npos);
+}
+
 TEST(HtmlReport, CheckReport) {
     EXPECT_TRUE(check_report(json::value(load_sample())));
     const auto error_of = [](const json::value& v) {

@@ -1,5 +1,6 @@
 #include "load/report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -51,30 +52,73 @@ json::array histogram_json(const metrics::LatencyHistogram& h) {
     return out;
 }
 
+// One request message's figures: headers, bodies or receipt lists.
+json::object message_json(const MessageStats& m, Message which) {
+    json::object o{{"requests", m.requests},   {"replies", m.replies},
+                   {"items", m.items},         {"bytes", m.bytes},
+                   {"lost", m.lost},           {"verification_failures", m.verification_failures},
+                   {"rtt_ms", rtt_json(m.rtt)}};
+    if (which == Message::kBodies) o["transactions"] = m.receipts;
+    if (which == Message::kReceipts) o["receipts"] = m.receipts;
+    if (which != Message::kHeaders) {
+        o["empty_replies"] = m.empty;
+        o["short_replies"] = m.short_replies;
+    }
+    return o;
+}
+
 json::object stats_json(const ProfileStats& s) {
     json::object o;
     o["requests"] = s.requests;
     o["replies"] = s.replies;
     o["headers"] = s.headers;
     o["bytes"] = s.bytes;
+    o["bodies"] = s.message(Message::kBodies).items;
+    o["receipt_lists"] = s.message(Message::kReceipts).items;
     o["lost"] = s.lost;
     o["stale"] = s.stale;
     o["errors"] = errors_json(s);
     o["verification_failures"] = s.verification_failures;
     o["rtt_ms"] = rtt_json(s.rtt);
+    json::object messages;
+    for (size_t i = 0; i < kMessages; ++i) {
+        messages[kMessageNames[i]] = message_json(s.messages[i], static_cast<Message>(i));
+    }
+    o["messages"] = std::move(messages);
     return o;
 }
 
 std::string fmt_ms(double ms) { return ms < 10 ? fmt::format("{:.2f}", ms) : fmt::format("{:.1f}", ms); }
 
+// The latency `metric` (p50 p90 p99 p999 max mean) of `h` in ms; nullopt for another metric.
+std::optional<double> latency_value(const std::string& metric, const metrics::LatencyHistogram& h) {
+    if (metric == "p50") return to_ms(h.quantile(0.5));
+    if (metric == "p90") return to_ms(h.quantile(0.9));
+    if (metric == "p99") return to_ms(h.quantile(0.99));
+    if (metric == "p999") return to_ms(h.quantile(0.999));
+    if (metric == "max") return to_ms(h.max());
+    if (metric == "mean") return h.mean() / 1e6;
+    return std::nullopt;
+}
+
+// "bodies_p99" -> (kBodies, "p99"): one request message's latency; nullopt for other metrics.
+std::optional<std::pair<Message, std::string>> message_latency(const std::string& metric) {
+    const size_t us = metric.find('_');
+    if (us == std::string::npos) return std::nullopt;
+    const std::string latency = metric.substr(us + 1);
+    if (!latency_value(latency, metrics::LatencyHistogram{})) return std::nullopt;
+    for (size_t i = 0; i < kMessages; ++i) {
+        if (metric.compare(0, us, kMessageNames[i]) == 0) return std::pair{static_cast<Message>(i), latency};
+    }
+    return std::nullopt;
+}
+
 // The value of `metric` over `s` (latencies in ms); nullopt for an unknown metric.
 std::optional<double> metric_value(const std::string& metric, const ProfileStats& s, double seconds, bool ok) {
-    if (metric == "p50") return to_ms(s.rtt.quantile(0.5));
-    if (metric == "p90") return to_ms(s.rtt.quantile(0.9));
-    if (metric == "p99") return to_ms(s.rtt.quantile(0.99));
-    if (metric == "p999") return to_ms(s.rtt.quantile(0.999));
-    if (metric == "max") return to_ms(s.rtt.max());
-    if (metric == "mean") return s.rtt.mean() / 1e6;
+    if (auto v = latency_value(metric, s.rtt)) return v;
+    if (auto m = message_latency(metric)) return latency_value(m->second, s.message(m->first).rtt);
+    if (metric == "bodies") return static_cast<double>(s.message(Message::kBodies).items);
+    if (metric == "receipt_lists") return static_cast<double>(s.message(Message::kReceipts).items);
     if (metric == "errors") return static_cast<double>(errors_of(s));
     if (metric == "lost") return static_cast<double>(s.lost);
     if (metric == "stale") return static_cast<double>(s.stale);
@@ -89,7 +133,8 @@ std::optional<double> metric_value(const std::string& metric, const ProfileStats
 }
 
 bool is_latency(const std::string& m) {
-    return m == "p50" || m == "p90" || m == "p99" || m == "p999" || m == "max" || m == "mean";
+    return m == "p50" || m == "p90" || m == "p99" || m == "p999" || m == "max" || m == "mean" ||
+           message_latency(m).has_value();
 }
 
 }  // namespace
@@ -145,7 +190,8 @@ Outcome<Threshold> parse_threshold(const std::string& text) {
     if (!metric_value(t.metric, ProfileStats{}, 1, true)) {
         return make_error(
             fmt::format("--threshold '{}': unknown metric '{}' (p50 p90 p99 p999 max mean errors lost "
-                        "stale verification_failures drops requests headers rps hps verified)",
+                        "stale verification_failures drops requests headers bodies receipt_lists rps hps "
+                        "verified, or a latency of one message: headers_p99, bodies_p99, receipts_p99, ...)",
                         text, t.metric));
     }
     std::string v = s.substr(vpos);
@@ -257,6 +303,7 @@ json::object build_report(const RunResult& r, const ReportContext& ctx,
         json::object p = stats_json(s);
         p["name"] = r.profile_specs[i]->name;
         p["imitates"] = r.profile_specs[i]->imitates;
+        p["history"] = r.profile_specs[i]->history();
         p["clients"] = s.clients;
         json::object reasons;
         for (const auto& [k, v] : s.verdict_reasons) reasons[k] = v;
@@ -272,6 +319,8 @@ json::object build_report(const RunResult& r, const ReportContext& ctx,
                                         {"requests", p.requests},
                                         {"replies", p.replies},
                                         {"headers", p.headers},
+                                        {"bodies", p.bodies},
+                                        {"receipt_lists", p.receipt_lists},
                                         {"bytes", p.bytes},
                                         {"errors", p.errors},
                                         {"p50_ms", p.replies > 0 ? json::value(p.p50_ms) : json::value(nullptr)},
@@ -280,11 +329,21 @@ json::object build_report(const RunResult& r, const ReportContext& ctx,
     o["timeline"] = timeline;
     json::array failures;
     for (const auto& f : r.failures) {
-        json::object request{{"id", f.id}, {"amount", f.amount}, {"skip", f.skip}, {"reverse", f.reverse}};
-        if (f.origin.starts_with("0x")) {
-            request["origin"] = f.origin;
+        json::object request{{"id", f.id}, {"message", f.message}};
+        if (f.blocks) {
+            // GetBlockBodies, GetReceipts: how many blocks, the first and the last.
+            request["blocks"] = f.amount;
+            request["first"] = f.blocks->first;
+            request["last"] = f.blocks->second;
         } else {
-            request["origin"] = std::strtoull(f.origin.c_str(), nullptr, 10);
+            request["amount"] = f.amount;
+            request["skip"] = f.skip;
+            request["reverse"] = f.reverse;
+            if (f.origin.starts_with("0x")) {
+                request["origin"] = f.origin;
+            } else {
+                request["origin"] = std::strtoull(f.origin.c_str(), nullptr, 10);
+            }
         }
         request["text"] = f.request;
         failures.push_back(
@@ -311,11 +370,14 @@ json::object build_report(const RunResult& r, const ReportContext& ctx,
 }
 
 std::string summary_table(const RunResult& r) {
-    std::string out = fmt::format("{:<14} {:>7} {:>9} {:>11} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>5} {:>5} {:>6}\n",
-                                  "profile", "clients", "requests", "headers", "p50 ms", "p90 ms", "p99 ms", "p99.9",
+    // The name column fits the longest profile name of the run (14 at least).
+    size_t w = 14;
+    for (const ProfileSpec* spec : r.profile_specs) w = std::max(w, spec->name.size());
+    std::string out = fmt::format("{:<{}} {:>7} {:>9} {:>11} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>5} {:>5} {:>6}\n",
+                                  "profile", w, "clients", "requests", "headers", "p50 ms", "p90 ms", "p99 ms", "p99.9",
                                   "max ms", "errors", "lost", "stale", "drops");
     auto row = [&](const std::string& name, const ProfileStats& s) {
-        out += fmt::format("{:<14} {:>7} {:>9} {:>11} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>5} {:>5} {:>6}\n", name,
+        out += fmt::format("{:<{}} {:>7} {:>9} {:>11} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>5} {:>5} {:>6}\n", name, w,
                            s.clients, s.requests, s.headers, fmt_ms(to_ms(s.rtt.quantile(0.5))),
                            fmt_ms(to_ms(s.rtt.quantile(0.9))), fmt_ms(to_ms(s.rtt.quantile(0.99))),
                            fmt_ms(to_ms(s.rtt.quantile(0.999))), fmt_ms(to_ms(s.rtt.max())), errors_of(s), s.lost,
@@ -323,6 +385,21 @@ std::string summary_table(const RunResult& r) {
     };
     for (size_t i = 0; i < r.profiles.size(); ++i) row(std::string(r.profile_specs[i]->name), r.profiles[i]);
     row("total", totals_of(r));
+    // Bodies and receipt lists, per profile that asked for them.
+    for (size_t i = 0; i < r.profiles.size(); ++i) {
+        for (const Message m : {Message::kBodies, Message::kReceipts}) {
+            const MessageStats& s = r.profiles[i].message(m);
+            if (s.requests == 0) continue;
+            out += fmt::format(
+                "  {} {}: {} requests, {} {} ({:.1f} MB; {} {}), p50 {} ms, p99 {} ms, max {} ms; {} empty, {} "
+                "short, {} failed verification, {} lost\n",
+                r.profile_specs[i]->name, kRequestNames[static_cast<size_t>(m)], s.requests, s.items,
+                m == Message::kBodies ? "bodies" : "receipt lists", static_cast<double>(s.bytes) / 1e6, s.receipts,
+                m == Message::kBodies ? "transactions" : "receipts", fmt_ms(to_ms(s.rtt.quantile(0.5))),
+                fmt_ms(to_ms(s.rtt.quantile(0.99))), fmt_ms(to_ms(s.rtt.max())), s.empty, s.short_replies,
+                s.verification_failures, s.lost);
+        }
+    }
     for (size_t i = 0; i < r.profiles.size(); ++i) {
         for (const auto& [reason, n] : r.profiles[i].verdict_reasons) {
             out += fmt::format("  {} would {} ({} times)\n", r.profile_specs[i]->name, reason, n);

@@ -568,6 +568,99 @@ TEST(LoadReport, SummaryTableListsEveryProfileAndATotal) {
     EXPECT_NE(table.find("  connect failed 1 times: connect: Connection refused\n"), std::string::npos) << table;
 }
 
+// A history profile's run: each request message counted apart, in the JSON report, the table,
+// the thresholds and the failures.
+TEST(LoadReport, BodiesAndReceiptsAreReportedPerMessage) {
+    RunResult r;
+    r.seconds = 2;
+    r.profile_specs = {profile("geth-history")};
+    r.profiles.resize(1);
+    ProfileStats& s = r.profiles[0];
+    s.clients = 1;
+    MessageStats& h = s.message(Message::kHeaders);
+    MessageStats& b = s.message(Message::kBodies);
+    MessageStats& rc = s.message(Message::kReceipts);
+    h.requests = h.replies = 10;
+    h.items = s.headers = 5120;
+    b.requests = b.replies = 40;
+    b.items = 4000;
+    b.bytes = 2'000'000;
+    b.receipts = 93;
+    b.short_replies = 2;
+    rc.requests = rc.replies = 20;
+    rc.items = 1000;
+    rc.empty = 1;
+    rc.verification_failures = 1;
+    for (int i = 0; i < 10; ++i) h.rtt.record(ns(1));
+    for (int i = 0; i < 40; ++i) b.rtt.record(ns(5));
+    for (int i = 0; i < 20; ++i) rc.rtt.record(ns(50));
+    s.requests = s.replies = 70;
+    s.rtt.merge(h.rtt);
+    s.rtt.merge(b.rtt);
+    s.rtt.merge(rc.rtt);
+    s.verification_failures = 1;
+    FailureRecord f;
+    f.profile = "geth-history";
+    f.message = "GetReceipts";
+    f.request = "id 7, GetReceipts of 3 blocks 172100..172140";
+    f.amount = 3;
+    f.origin = "172100";
+    f.blocks = std::pair<uint64_t, uint64_t>{172100, 172140};
+    f.id = 7;
+    f.reason = "receipt list 1 (block 172120): receipts do not match the header's receipts root";
+    r.failures.push_back(f);
+    r.failures_seen = 1;
+    r.timeline = {TimelinePoint{1, 1, 70, 70, 5120, 3'000'000, 0, 1, 50, 4000, 1000}};
+
+    const auto thresholds =
+        check_thresholds(r, {*parse_threshold("bodies_p99<10ms"), *parse_threshold("geth-history.receipts_p99<10ms"),
+                             *parse_threshold("bodies>=4000"), *parse_threshold("receipt_lists==1000")});
+    ASSERT_EQ(thresholds.size(), 4u);
+    EXPECT_TRUE(thresholds[0].ok) << thresholds[0].value;
+    EXPECT_FALSE(thresholds[1].ok) << thresholds[1].value;
+    EXPECT_TRUE(thresholds[2].ok && thresholds[3].ok);
+
+    const json::object o = json::parse(json::serialize(build_report(r, ReportContext{}, thresholds))).as_object();
+    const json::object& totals = o.at("totals").as_object();
+    EXPECT_EQ(totals.at("bodies").as_int64(), 4000);
+    EXPECT_EQ(totals.at("receipt_lists").as_int64(), 1000);
+    const json::object& p = o.at("profiles").as_array()[0].as_object();
+    EXPECT_TRUE(p.at("history").as_bool());
+    const json::object& messages = p.at("messages").as_object();
+    ASSERT_EQ(messages.size(), 3u);
+    const json::object& bodies = messages.at("bodies").as_object();
+    EXPECT_EQ(bodies.at("requests").as_int64(), 40);
+    EXPECT_EQ(bodies.at("items").as_int64(), 4000);
+    EXPECT_EQ(bodies.at("transactions").as_int64(), 93);
+    EXPECT_EQ(bodies.at("short_replies").as_int64(), 2);
+    EXPECT_GT(bodies.at("rtt_ms").as_object().at("p99").as_double(), 4.9);
+    const json::object& receipts = messages.at("receipts").as_object();
+    EXPECT_EQ(receipts.at("empty_replies").as_int64(), 1);
+    EXPECT_EQ(receipts.at("verification_failures").as_int64(), 1);
+    EXPECT_GT(receipts.at("rtt_ms").as_object().at("p50").as_double(), 49);
+    EXPECT_FALSE(messages.at("headers").as_object().contains("empty_replies"));
+    const json::object& timeline = o.at("timeline").as_array()[0].as_object();
+    EXPECT_EQ(timeline.at("bodies").as_int64(), 4000);
+    EXPECT_EQ(timeline.at("receipt_lists").as_int64(), 1000);
+    const json::object& request = o.at("failures").as_array()[0].as_object().at("request").as_object();
+    EXPECT_EQ(request.at("message").as_string(), "GetReceipts");
+    EXPECT_EQ(request.at("blocks").as_int64(), 3);
+    EXPECT_EQ(request.at("first").as_int64(), 172100);
+    EXPECT_EQ(request.at("last").as_int64(), 172140);
+    EXPECT_FALSE(request.contains("origin"));
+    EXPECT_FALSE(o.at("verified").as_bool());
+
+    const std::string table = summary_table(r);
+    EXPECT_TRUE(table.starts_with("profile      ")) << table;  // the name column fits "geth-history"
+    EXPECT_NE(table.find("  geth-history GetBlockBodies: 40 requests, 4000 bodies (2.0 MB; 93 transactions), p50 "),
+              std::string::npos)
+        << table;
+    EXPECT_NE(table.find("  geth-history GetReceipts: 20 requests, 1000 receipt lists (0.0 MB; 0 receipts), p50 "),
+              std::string::npos)
+        << table;
+    EXPECT_NE(table.find("; 1 empty, 0 short, 1 failed verification, 0 lost"), std::string::npos) << table;
+}
+
 // ---- parse_mix and assign_profiles --------------------------------------------------------------
 
 TEST(LoadMix, MixGivesEveryProfileWithItsWeight) {
