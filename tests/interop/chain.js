@@ -176,6 +176,8 @@ function loadChain({ verify = true } = {}) {
   cached = {
     verified: verify,
     headers,
+    first: 0,
+    at: (n) => headers[n],
     head,
     genesisHash: headers[0].hash,
     networkId: NETWORK_ID,
@@ -262,7 +264,8 @@ function expectedNumbers(chain, { origin, amount, skip = 0n, reverse = false }) 
   const limit = amount < BigInt(MAX_HEADERS_SERVE) ? amount : BigInt(MAX_HEADERS_SERVE)
   const out = []
   const step = skip + 1n
-  while (cur >= 0n && cur <= head && BigInt(out.length) < limit) {
+  const first = BigInt(chain.first ?? 0) // a chain that starts at a later epoch holds nothing below
+  while (cur >= first && cur <= head && BigInt(out.length) < limit) {
     out.push(Number(cur))
     cur = reverse ? cur - step : cur + step
   }

@@ -164,12 +164,13 @@ function statusList(version, chain, tweak = {}) {
 function statusOpts(version, chain) {
   if (version >= 69) {
     // A header-only peer serves no bodies/receipts: advertise earliest = latest = head,
-    // the same honest minimal range headerd uses (docs/wire.md, "Status (0x00)").
+    // the same honest minimal range headerd uses (docs/wire.md, "Status (0x00)"); one that serves
+    // an epoch's history (server.js --era1) announces the epoch.
     return {
       networkId: chain.networkId,
       genesisHash: chain.genesisHash,
       forkId: chain.forkId,
-      earliest: chain.head.number,
+      earliest: chain.earliest ?? chain.head.number,
       latest: chain.head.number,
       latestHash: chain.head.hash,
     }

@@ -21,16 +21,13 @@ const { RLP } = require('@ethereumjs/rlp')
 const { createBlockFromBytesArray } = require('@ethereumjs/block')
 const { createMPT } = require('@ethereumjs/mpt')
 const { keccak256 } = require('ethereum-cryptography/keccak.js')
-const { Common, Sepolia, Hardfork } = require('@ethereumjs/common')
-const { loadChain, mainnetCommon, listElements, bytesEqual, bytesToUint, uintBytes, hex, fromHex } = require('./chain.js')
+const { loadChain, mainnetCommon, listElements, bytesEqual, bytesToUint, uintBytes, hex } = require('./chain.js')
 const { CODES, statusOpts } = require('./eth.js')
 const { connect, exchangeStatus, closeText, ok, fail, finish, startRun } = require('./session.js')
-const { readEra1Headers } = require('./era1.js')
+const { epochChain } = require('./era1.js')
 
 const USAGE =
   'usage: node history_client.js ENODE [--eth 68|69] [--network mainnet|sepolia] [--era1 FILE] [--timeout SECONDS]'
-const SEPOLIA_NETWORK_ID = 11155111n
-const SEPOLIA_GENESIS = '0x25a5cc106eea7138acab33231d7160d69cb777ee0c2c553fcddf5138993e6dd9'
 const BODIES_PER_REQUEST = 128 // geth's MaxBlockFetch
 const RECEIPTS_PER_REQUEST = 256 // geth's MaxReceiptFetch
 const MAX_ITEMS_SERVE = 1024 // geth's maxBodiesServe / maxReceiptsServe
@@ -78,26 +75,6 @@ async function receiptsRoot(values) {
   return trie.root()
 }
 
-// The epoch under test in the shape chain.js's loadChain gives: headers (first to last), head, and
-// what a Status of this network carries; `common` is the chain @ethereumjs/block judges bodies by.
-function sepoliaEpoch(file) {
-  const headers = readEra1Headers(file)
-  const head = headers[headers.length - 1]
-  // Sepolia's forks up to block 1,735,371 (MergeNetsplit) all came at block 0: from the genesis to
-  // there, a node is at London; @ethereumjs/common derives the fork id from its own table.
-  const common = new Common({ chain: Sepolia, hardfork: Hardfork.London })
-  const forkHash = common.forkHash(Hardfork.London)
-  const next = common.nextHardforkBlockOrTimestamp(Hardfork.London)
-  return {
-    headers,
-    head,
-    genesisHash: fromHex(SEPOLIA_GENESIS),
-    networkId: SEPOLIA_NETWORK_ID,
-    forkId: { hash: fromHex(forkHash), next },
-    common,
-  }
-}
-
 // The headers the server gives for [from, from + count).
 async function headersFrom(session, id, from, count) {
   const request = [uintBytes(from), uintBytes(count), uintBytes(0), uintBytes(0)]
@@ -117,7 +94,10 @@ async function main() {
   )
   args.version = args.versions[0]
 
-  const chain = args.network === 'mainnet' ? { ...loadChain(), common: mainnetCommon() } : sepoliaEpoch(args.era1)
+  // Sepolia: the epoch's headers read from the file by era1.js (checked by their links), in the
+  // shape loadChain gives.
+  const chain =
+    args.network === 'mainnet' ? { ...loadChain(), common: mainnetCommon() } : epochChain(args.era1, 'sepolia', { history: false })
   const common = chain.common
   const first = chain.headers[0].number
   const session = await connect(args.target, [args.version], { common })

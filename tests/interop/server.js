@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 'use strict'
 // An @ethereumjs/devp2p peer that serves the mainnet headers 0..8191 from tests/data, for
-// `headerd get/sync/load --peer ENODE` to dial.
+// `headerd get/sync/load --peer ENODE` to dial; with --era1, an epoch's headers, bodies and receipt
+// lists from that era1 file (mainnet's epoch 0, or with --network sepolia Sepolia's epoch 21).
 //
 //   node server.js --port P --out ENODE_FILE [--eth 68|69|68,69] [--idle SECONDS]
-//                  [--key HEX32] [--max-peers N]
+//                  [--key HEX32] [--max-peers N] [--era1 FILE [--network mainnet|sepolia]]
 //                  [--fault extra-header|corrupt-header|stale-id|wrong-code|no-reply]
+//                  [--fault HISTORY_FAULT[,HISTORY_FAULT...]]   (with --era1)
 //
 // Listens on 127.0.0.1:P (P = 0 picks a free port), writes its enode URL to ENODE_FILE once
 // listening (atomically: pollers never see a partial line), logs one line per event to stdout,
@@ -15,24 +17,43 @@
 // --fault makes the server deliberately wrong so the tests can prove a client notices: one header
 // more than asked, one byte of a header changed, a reply for request id + 1 (stale), an empty
 // BlockBodies instead of BlockHeaders (wrong code), or no reply at all (lost); never use it otherwise.
+// The history faults (with --era1) lie in BlockBodies and Receipts replies only (headers stay
+// right); each reply takes the next fault of the list that applies to its message, in turn:
+//   altered-tx      a body's transactions no longer match its transactionsRoot (the first one's
+//                   nonce one more, or a made-up transaction added to a block without any)
+//   swapped-body    the last body is the nearest other block's that differs (a body of the wrong block)
+//   reordered       the first two items that differ trade places (each at the other's block)
+//   altered-receipt a receipt list no longer matches its receiptsRoot (the first receipt's
+//                   cumulative gas one more, or a made-up receipt added to an empty list)
+//   no-bloom        receipts in the other version's form: eth/68 without blooms, eth/69 with them
+//   extra-item      one item more than hashes asked
+//   empty-history   no item at all, although the Status (eth/69) announced the whole epoch
+// Every fault a reply gets is logged ("FAULT name" on its line).
+//
+// Bodies and receipts are served by geth's rules (at most 1024 items, stop once past 2 MiB, end at
+// the first hash not held); eth/68 receipts as the file stores them, eth/69 without blooms.
 
 const fs = require('node:fs')
 const { genPrivateKey } = require('@ethereumjs/devp2p')
-const { loadChain, mainnetCommon, expectedNumbers, bytesToUint, hex, fromHex, UINT64_MAX } = require('./chain.js')
+const { RLP } = require('@ethereumjs/rlp')
+const { loadChain, mainnetCommon, expectedNumbers, bytesToUint, bytesEqual, uintBytes, hex, fromHex, UINT64_MAX } = require('./chain.js')
+const { epochChain } = require('./era1.js')
 const { CODES, DISCONNECT_REASON, NoDelayRLPx, ethCapability, statusOpts, parseVersions, reasonName } = require('./eth.js')
 
 const USAGE =
-  'usage: node server.js --port P --out ENODE_FILE [--eth 68|69|68,69] [--idle SECONDS] [--key HEX32] [--max-peers N]'
+  'usage: node server.js --port P --out ENODE_FILE [--eth 68|69|68,69] [--idle SECONDS] [--key HEX32] [--max-peers N] ' +
+  '[--era1 FILE [--network mainnet|sepolia]] [--fault FAULT[,FAULT...]]'
 const FAULTS = ['extra-header', 'corrupt-header', 'stale-id', 'wrong-code', 'no-reply']
 // Faults of the reply as a whole, as opposed to the headers in it.
 const REPLY_FAULTS = ['stale-id', 'wrong-code', 'no-reply']
-
-// Minimal big-endian bytes of a non-negative BigInt (RLP's integer encoding).
-function uintBytes(n) {
-  const out = []
-  for (; n > 0n; n >>= 8n) out.unshift(Number(n & 0xffn))
-  return Uint8Array.from(out)
-}
+// Faults of BlockBodies and Receipts replies (--era1), taken in turn: those of one message, and
+// those of both.
+const BODY_FAULTS = ['altered-tx', 'swapped-body']
+const RECEIPT_FAULTS = ['altered-receipt', 'no-bloom']
+const HISTORY_FAULTS = [...BODY_FAULTS, ...RECEIPT_FAULTS, 'reordered', 'extra-item', 'empty-history']
+// geth's serving rules for bodies and receipts (eth/protocols/eth/handlers.go).
+const MAX_HISTORY_ITEMS = 1024
+const SOFT_RESPONSE_LIMIT = 2 * 1024 * 1024
 
 function parseArgs(argv) {
   const opts = { eth: '68', idle: '60', 'max-peers': '25' }
@@ -43,7 +64,7 @@ function parseArgs(argv) {
       process.exit(0)
     }
     const key = a.replace(/^--/, '')
-    if (!['port', 'out', 'eth', 'idle', 'key', 'max-peers', 'fault'].includes(key) || i + 1 >= argv.length) {
+    if (!['port', 'out', 'eth', 'idle', 'key', 'max-peers', 'fault', 'era1', 'network'].includes(key) || i + 1 >= argv.length) {
       throw new Error(`unknown or incomplete argument ${a}\n${USAGE}`)
     }
     opts[key] = argv[++i]
@@ -51,7 +72,16 @@ function parseArgs(argv) {
   if (opts.port === undefined || opts.out === undefined) throw new Error(USAGE)
   const port = Number(opts.port)
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`bad --port ${opts.port}`)
-  if (opts.fault !== undefined && !FAULTS.includes(opts.fault)) throw new Error(`--fault: one of ${FAULTS}`)
+  const faults = opts.fault === undefined ? [] : opts.fault.split(',')
+  const history = faults.filter((f) => HISTORY_FAULTS.includes(f))
+  if (faults.some((f) => !FAULTS.includes(f) && !HISTORY_FAULTS.includes(f))) {
+    throw new Error(`--fault: one of ${FAULTS}, or a list of ${HISTORY_FAULTS}`)
+  }
+  if (history.length !== faults.length && faults.length > 1) throw new Error('--fault: one header fault, alone')
+  if (history.length > 0 && opts.era1 === undefined) throw new Error('--fault: history faults need --era1 FILE')
+  const network = opts.network ?? 'mainnet'
+  if (!['mainnet', 'sepolia'].includes(network)) throw new Error(`--network: mainnet or sepolia, not ${network}`)
+  if (opts.network !== undefined && opts.era1 === undefined) throw new Error('--network needs --era1 FILE')
   const idle = Number(opts.idle)
   if (!(idle > 0)) throw new Error(`bad --idle ${opts.idle}`)
   return {
@@ -61,7 +91,10 @@ function parseArgs(argv) {
     idleMs: idle * 1000,
     key: opts.key === undefined ? genPrivateKey() : fromHex(opts.key),
     maxPeers: Number(opts['max-peers']),
-    fault: opts.fault,
+    fault: history.length > 0 ? undefined : opts.fault,
+    historyFaults: history,
+    era1: opts.era1,
+    network,
   }
 }
 
@@ -117,8 +150,9 @@ function main() {
       shutdown(0)
     })
   }
-  const chain = loadChain()
-  const common = mainnetCommon()
+  const chain = args.era1 !== undefined ? epochChain(args.era1, args.network) : loadChain()
+  const common = chain.common ?? mainnetCommon()
+  const serving = args.era1 !== undefined
 
   const rlpx = new NoDelayRLPx(args.key, {
     capabilities: args.versions.map((v) => ethCapability(v)),
@@ -164,7 +198,9 @@ function main() {
     fs.writeFileSync(tmp, enode + '\n')
     fs.renameSync(tmp, args.out)
     log(`listening ${enode} eth/${args.versions.join(',eth/')} head ${chain.head.number} ${chain.head.hashHex}` +
-      (args.fault ? ` FAULT ${args.fault}` : ''))
+      (serving ? ` history ${chain.first}..${chain.head.number}` : '') +
+      (args.fault ? ` FAULT ${args.fault}` : '') +
+      (args.historyFaults.length > 0 ? ` FAULTS ${args.historyFaults.join(',')}` : ''))
     touch()
   })
 
@@ -210,7 +246,7 @@ function main() {
   function injectFault(fault, numbers, headers) {
     if (fault === 'extra-header') {
       const last = numbers[numbers.length - 1]
-      return [...headers, chain.headers[last === chain.head.number ? last - 1 : last + 1].fields]
+      return [...headers, chain.at(last === chain.head.number ? last - 1 : last + 1).fields]
     }
     // corrupt-header: flip the last byte of the last header's extraData (field 12)
     const fields = [...headers[headers.length - 1]]
@@ -218,6 +254,176 @@ function main() {
     extra[extra.length - 1] ^= 0x01
     fields[12] = extra
     return [...headers.slice(0, -1), fields]
+  }
+
+  // ---- bodies and receipts (--era1) ------------------------------------------------------------
+
+  // GetBlockBodies and eth/68-69 GetReceipts: [request-id, [hash...]].
+  function decodeHistoryRequest(payload, name) {
+    if (!Array.isArray(payload) || payload.length !== 2 || !Array.isArray(payload[1])) {
+      throw new ProtocolError(`${name} must be [id, [hash...]]`)
+    }
+    decodeUint64(payload[0], 'request id')
+    for (const h of payload[1]) {
+      if (!(h instanceof Uint8Array) || h.length !== 32) throw new ProtocolError(`${name}: a hash is not 32 bytes`)
+    }
+    return { id: payload[0], hashes: payload[1] }
+  }
+
+  // A consensus-form receipt list (as era1 stores it) in eth/69's form (EIP-7642): each receipt
+  // [type, status, cumulative gas, logs], its bloom dropped.
+  function receiptsToEth69(raw) {
+    return RLP.encode(
+      RLP.decode(raw).map((r) => {
+        const typed = r instanceof Uint8Array
+        const f = typed ? RLP.decode(r.subarray(1)) : r
+        return [uintBytes(typed ? r[0] : 0), f[0], f[1], f[3]]
+      }),
+    )
+  }
+
+  // Block `n`'s body, or its receipt list in the form of `version`.
+  function historyItem(bodies, n, version) {
+    const i = n - chain.first
+    if (bodies) return chain.bodies[i]
+    return version >= 69 ? receiptsToEth69(chain.receipts[i]) : chain.receipts[i]
+  }
+
+  // What a correct server sends: the held blocks' items in the order asked, ending at the first
+  // hash not held, at 1024 items, or once past 2 MiB. Each { number, raw }.
+  function historyReply(bodies, hashes, version) {
+    const out = []
+    let bytes = 0
+    for (const h of hashes) {
+      if (out.length >= MAX_HISTORY_ITEMS || bytes >= SOFT_RESPONSE_LIMIT) break
+      const header = chain.byHash(h)
+      if (header === undefined) break
+      const raw = historyItem(bodies, header.number, version)
+      out.push({ number: header.number, raw })
+      bytes += raw.length
+    }
+    return out
+  }
+
+  // A receipt list that no longer matches its block's receiptsRoot, still well formed in the form
+  // of `version`: the first receipt's cumulative gas one more, or in an empty list a made-up
+  // receipt (status 1, 21000 gas, no logs; eth/68 with its empty bloom).
+  function alterReceipts(raw, version) {
+    const list = RLP.decode(raw)
+    if (list.length === 0) {
+      const made = version >= 69 ? [uintBytes(0), uintBytes(1), uintBytes(21000), []] : [uintBytes(1), uintBytes(21000), new Uint8Array(256), []]
+      return RLP.encode([made])
+    }
+    const gasAt = version >= 69 ? 2 : 1
+    const first = list[0]
+    if (version < 69 && first instanceof Uint8Array) {
+      // eth/68 typed receipt: type byte || rlp([status, cumulative gas, bloom, logs]).
+      const f = RLP.decode(first.subarray(1))
+      f[gasAt] = uintBytes(bytesToUint(f[gasAt]) + 1n)
+      list[0] = Uint8Array.from([first[0], ...RLP.encode(f)])
+    } else {
+      first[gasAt] = uintBytes(bytesToUint(first[gasAt]) + 1n)
+    }
+    return RLP.encode(list)
+  }
+
+  // A body whose transactions no longer match its block's transactionsRoot, still well formed (its
+  // uncles as they were): the first transaction's nonce one more (a typed one: the last byte of its
+  // signature changed), or in a block without any a made-up legacy transfer.
+  function alterBody(raw) {
+    const body = RLP.decode(raw)
+    const txs = body[0]
+    if (txs.length === 0) {
+      const to = new Uint8Array(20).fill(0x11)
+      txs.push([uintBytes(0), uintBytes(1), uintBytes(21000), to, uintBytes(1), new Uint8Array(0), uintBytes(27), uintBytes(1), uintBytes(1)])
+    } else if (txs[0] instanceof Uint8Array) {
+      const typed = Uint8Array.from(txs[0])
+      typed[typed.length - 1] ^= 0x01
+      txs[0] = typed
+    } else {
+      txs[0][0] = uintBytes(bytesToUint(txs[0][0]) + 1n)
+    }
+    return RLP.encode(body)
+  }
+
+  // The faults that apply to a reply of this message, and the turn of each message's replies.
+  const turns = { bodies: 0, receipts: 0 }
+  const faultsFor = (bodies) =>
+    args.historyFaults.filter((f) => !(bodies ? RECEIPT_FAULTS : BODY_FAULTS).includes(f))
+
+  // `items` as the fault leaves them; null when it cannot apply to these items (the reply stays right).
+  function applyHistoryFault(fault, bodies, items, version) {
+    const replaced = (k, raw) => [...items.slice(0, k), { number: items[k].number, raw }, ...items.slice(k + 1)]
+    switch (fault) {
+      case 'empty-history':
+        return items.length === 0 ? null : []
+      case 'extra-item': {
+        if (items.length === 0) return null
+        const last = items[items.length - 1].number
+        const other = last === chain.head.number ? last - 1 : last + 1
+        return [...items, { number: other, raw: historyItem(bodies, other, version) }]
+      }
+      case 'altered-tx':
+        return items.length === 0 ? null : replaced(0, alterBody(items[0].raw))
+      case 'altered-receipt':
+        return items.length === 0 ? null : replaced(0, alterReceipts(items[0].raw, version))
+      case 'swapped-body': {
+        // The last body becomes the nearest other block's that differs from it.
+        const k = items.length - 1
+        if (k < 0) return null
+        const n = items[k].number
+        for (let d = 1; d < chain.headers.length; d++) {
+          for (const m of [n + d, n - d]) {
+            if (m < chain.first || m > chain.head.number) continue
+            const other = chain.bodies[m - chain.first]
+            if (!bytesEqual(other, items[k].raw)) return replaced(k, other)
+          }
+        }
+        return null
+      }
+      case 'reordered': {
+        // The first item and the first later one that differs from it trade places.
+        const k = items.findIndex((i) => !bytesEqual(i.raw, items[0].raw))
+        if (k <= 0) return null
+        const out = [...items]
+        out[0] = { number: items[0].number, raw: items[k].raw }
+        out[k] = { number: items[k].number, raw: items[0].raw }
+        return out
+      }
+      case 'no-bloom': {
+        // The other version's form of every list; empty lists look the same in both, so a reply
+        // of nothing but empty lists is left right.
+        const out = items.map((i) => {
+          const stored = chain.receipts[i.number - chain.first]
+          return { number: i.number, raw: version >= 69 ? stored : receiptsToEth69(stored) }
+        })
+        return out.some((o, k) => !bytesEqual(o.raw, items[k].raw)) ? out : null
+      }
+      default:
+        throw new Error(`unknown history fault ${fault}`)
+    }
+  }
+
+  // `items` as the next fault for this message leaves them; returns [items, fault or null].
+  function injectHistoryFault(bodies, items, version) {
+    const faults = faultsFor(bodies)
+    if (faults.length === 0) return [items, null]
+    const fault = faults[turns[bodies ? 'bodies' : 'receipts']++ % faults.length]
+    const lied = applyHistoryFault(fault, bodies, items, version)
+    return lied === null ? [items, null] : [lied, fault]
+  }
+
+  function serveHistory(eth, who, name, replyCode, payload) {
+    const bodies = replyCode === CODES.BLOCK_BODIES
+    const req = decodeHistoryRequest(payload, name)
+    const version = eth.getVersion()
+    const [items, fault] = injectHistoryFault(bodies, historyReply(bodies, req.hashes, version), version)
+    eth.sendMessage(replyCode, [req.id, items.map((i) => RLP.decode(i.raw))])
+    log(
+      `peer ${who} ${name} id=${bytesToUint(req.id)} hashes=${req.hashes.length} -> ${items.length} items` +
+        (items.length > 0 ? ` [${items[0].number}..${items[items.length - 1].number}]` : '') +
+        (fault !== null ? ` FAULT ${fault}` : ''),
+    )
   }
 
   function handleMessage(eth, who, code, payload) {
@@ -233,7 +439,7 @@ function main() {
         const numbers = expectedNumbers(chain, req)
         // Stored header RLP is canonical (checked in loadChain), so the library's re-encoding
         // of the decoded fields yields exactly the stored bytes.
-        let headers = numbers.map((n) => chain.headers[n].fields)
+        let headers = numbers.map((n) => chain.at(n).fields)
         if (REPLY_FAULTS.includes(args.fault)) {
           if (args.fault === 'stale-id') eth.sendMessage(CODES.BLOCK_HEADERS, [uintBytes(BigInt(bytesToUint(req.id)) + 1n), headers])
           if (args.fault === 'wrong-code') eth.sendMessage(CODES.BLOCK_BODIES, [req.id, []])
@@ -250,10 +456,12 @@ function main() {
         break
       }
       case CODES.GET_BLOCK_BODIES:
-        emptyReply('GetBlockBodies', CODES.BLOCK_BODIES)
+        if (serving) serveHistory(eth, who, 'GetBlockBodies', CODES.BLOCK_BODIES, payload)
+        else emptyReply('GetBlockBodies', CODES.BLOCK_BODIES)
         break
       case CODES.GET_RECEIPTS:
-        emptyReply('GetReceipts', CODES.RECEIPTS)
+        if (serving) serveHistory(eth, who, 'GetReceipts', CODES.RECEIPTS, payload)
+        else emptyReply('GetReceipts', CODES.RECEIPTS)
         break
       case CODES.GET_POOLED_TRANSACTIONS:
         emptyReply('GetPooledTransactions', CODES.POOLED_TRANSACTIONS)
