@@ -8,6 +8,8 @@
 
 namespace headerd {
 
+const Hash32 kEmptyOmmersHash = keccak256(Bytes{0xc0});
+
 namespace {
 
 class BodyCategory final : public std::error_category {

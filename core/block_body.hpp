@@ -20,6 +20,9 @@
 
 namespace headerd {
 
+// keccak256(rlp([])): the ommers hash of a block without uncles.
+extern const Hash32 kEmptyOmmersHash;
+
 enum class BodyError {
     kBadBody = 1,               // not one RLP list of two (transactions, uncles) or three (+ withdrawals) lists
     kBadTransaction,            // an item of the transaction list is neither a list nor a typed string (type 1-0x7f)

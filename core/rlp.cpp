@@ -232,6 +232,27 @@ Result<ByteView> next_item(ByteView& in) noexcept {
     return start.first(start.size() - in.size());
 }
 
+Result<std::vector<ByteView>> list_items(ByteView list) {
+    ByteView in = list;
+    auto payload = decode_list(in);
+    if (!payload) return payload.error();
+    if (!in.empty()) return DecodeError::kTrailingBytes;
+    std::vector<ByteView> out;
+    for (ByteView rest = *payload; !rest.empty();) {
+        auto item = next_item(rest);
+        if (!item) return item.error();
+        out.push_back(*item);
+    }
+    return out;
+}
+
+void encode_list(Bytes& out, std::span<const ByteView> items) {
+    size_t size = 0;
+    for (ByteView i : items) size += i.size();
+    encode_header(out, {true, size});
+    for (ByteView i : items) headerd::append(out, i);
+}
+
 namespace {
 
 Result<void> validate_items(ByteView payload, size_t depth) noexcept {

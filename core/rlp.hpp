@@ -11,8 +11,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <system_error>
 #include <type_traits>
+#include <vector>
 
 #include "core/bytes.hpp"
 #include "core/result.hpp"
@@ -75,6 +77,8 @@ void encode(Bytes& out, ByteView s);
 void encode(Bytes& out, uint64_t v);
 void encode(Bytes& out, const U256& v);
 inline void encode(Bytes& out, const Hash32& h) { encode(out, ByteView{h}); }
+// Appends one list of `items`, each already encoded.
+void encode_list(Bytes& out, std::span<const ByteView> items);
 
 // ---- decoding ----------------------------------------------------------------------------------
 
@@ -91,6 +95,9 @@ Result<U256> decode_u256(ByteView& in) noexcept;
 Result<Hash32> decode_hash(ByteView& in) noexcept;
 // The next whole item (header and payload) as encoded, without looking inside it.
 Result<ByteView> next_item(ByteView& in) noexcept;
+// The items of `list`, which must be exactly one list: each whole item (header and payload), in
+// order, not looked inside.
+Result<std::vector<ByteView>> list_items(ByteView list);
 // Checks that `in` is exactly one item, canonical at every level, nested at most kMaxDepth.
 Result<void> validate(ByteView in) noexcept;
 

@@ -3,22 +3,13 @@
 #include <fmt/format.h>
 
 #include "core/block_body.hpp"
-#include "core/hex.hpp"
 #include "core/rlp.hpp"
 #include "core/trie_root.hpp"
+#include "p2p/eth/history.hpp"
 
 namespace headerd::load {
 
 namespace {
-
-// keccak256(rlp([])): the ommers hash of a block without uncles.
-constexpr Hash32 kEmptyOmmersHash = [] {
-    constexpr std::string_view hex = "1dcc4de8dec75d7aab85b567b6ccd41ad312451b948a7413f0a142fd40d49347";
-    Hash32 h{};
-    auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
-    for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<uint8_t>(nibble(hex[2 * i]) * 16 + nibble(hex[2 * i + 1]));
-    return h;
-}();
 
 HistoryVerifyResult history_fail(std::string why) {
     HistoryVerifyResult r;
@@ -28,34 +19,12 @@ HistoryVerifyResult history_fail(std::string why) {
 
 const char* items_name(const HistoryAsk& ask) { return ask.bodies() ? "bodies" : "receipt lists"; }
 
-// The items of one RLP list, or nullopt when it is not one list.
-std::optional<std::vector<ByteView>> list_items(ByteView list) {
-    ByteView in = list;
-    auto payload = rlp::decode_list(in);
-    if (!payload || !in.empty()) return std::nullopt;
-    std::vector<ByteView> out;
-    for (ByteView rest = *payload; !rest.empty();) {
-        auto item = rlp::next_item(rest);
-        if (!item) return std::nullopt;
-        out.push_back(*item);
-    }
-    return out;
-}
-
-Bytes as_list(std::span<const ByteView> items) {
-    size_t size = 0;
-    for (ByteView i : items) size += i.size();
-    Bytes out;
-    rlp::encode_header(out, {true, size});
-    for (ByteView i : items) append(out, i);
-    return out;
-}
-
 // Whether one receipt has the eth/69 form (EIP-7642) and whether it has the consensus form.
 bool is_eth69_receipt(ByteView receipt) {
     const ByteView one[] = {receipt};
-    Bytes consensus;
-    return static_cast<bool>(receipts_from_eth69(as_list(one), consensus));
+    Bytes list, consensus;
+    rlp::encode_list(list, one);
+    return static_cast<bool>(receipts_from_eth69(list, consensus));
 }
 bool is_consensus_receipt(ByteView receipt) {
     Bytes eth69;
@@ -65,7 +34,7 @@ bool is_consensus_receipt(ByteView receipt) {
 // Why a receipt list of `version` does not parse in that version's form: the first receipt that
 // has the wrong form, and which form it has instead when it has one.
 std::string bad_form(ByteView list, uint64_t version) {
-    auto receipts = list_items(list);
+    auto receipts = rlp::list_items(list);
     if (!receipts) return "not one RLP list";
     const bool eth69 = version >= eth::kEth69;
     for (size_t j = 0; j < receipts->size(); ++j) {
@@ -109,18 +78,13 @@ std::optional<std::string> check_body(const HistoryBlock& block, ByteView body) 
 }
 
 std::optional<std::string> check_receipts(const HistoryBlock& block, ByteView list, uint64_t version, uint64_t* count) {
-    Bytes consensus;
-    ByteView checked = list;
-    if (version >= eth::kEth69) {
-        if (!receipts_from_eth69(list, consensus)) return bad_form(list, version);
-        checked = consensus;
-    }
-    if (auto v = verify_receipts(block.header, checked); !v) {
+    if (auto v = eth::verify_history_item(version, eth::MessageId::kReceipts, block.header, list); !v) {
+        // A list that does not parse in the version's form: which receipt, and which form it has.
         if (v.error() == BodyError::kBadReceipt || v.error() == BodyError::kBadReceipts) return bad_form(list, version);
         return v.error().message();
     }
     if (count != nullptr) {
-        auto receipts = list_items(list);
+        auto receipts = rlp::list_items(list);
         *count = receipts ? receipts->size() : 0;
     }
     return std::nullopt;
@@ -171,20 +135,16 @@ HistoryVerifyResult verify_history_reply(const HistoryAsk& ask, const HistoryCon
         ByteView list = items[i];
         Bytes joined;
         if (i == 0 && ask.first_receipt_index > 0) {
-            auto held = list_items(ask.held);
-            auto more = list_items(items[i]);
-            if (!held || !more) {
+            joined = ask.held;
+            if (auto j = eth::join_receipt_lists(joined, items[i]); !j) {
                 return history_fail(
-                    fmt::format("receipt list 0 (block {}): the continuation from receipt {} is not one RLP "
-                                "list",
-                                block.number, ask.first_receipt_index));
+                    fmt::format("receipt list 0 (block {}): the continuation from receipt {} is not one RLP list: {}",
+                                block.number, ask.first_receipt_index, j.error().message()));
             }
-            held->insert(held->end(), more->begin(), more->end());
-            joined = as_list(*held);
             list = joined;
         }
         if (cut) {
-            auto receipts = list_items(list);
+            auto receipts = rlp::list_items(list);
             if (!receipts) {
                 return history_fail(fmt::format("receipt list {} (block {}), marked incomplete: {}", i, block.number,
                                                 bad_form(list, ctx.version)));

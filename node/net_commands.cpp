@@ -634,51 +634,10 @@ int cmd_serve(int argc, char** argv) {
 
 namespace {
 
-// The receipts of an eth/69+ receipt list `more` appended to the list `into` (eth/70's
-// continuation of a list that was cut).
-Outcome<void> join_receipt_lists(Bytes& into, ByteView more) {
-    ByteView a = into, b = more;
-    auto la = rlp::decode_list(a);
-    auto lb = rlp::decode_list(b);
-    if (!la || !lb) return make_error("a partial receipt list is not an RLP list");
-    Bytes joined;
-    rlp::encode_header(joined, {true, la->size() + lb->size()});
-    headerd::append(joined, *la);
-    headerd::append(joined, *lb);
-    into = std::move(joined);
-    return {};
-}
-
-// The items of the RLP list `list` (0 for bytes that are not one).
-size_t list_items(ByteView list) {
-    auto payload = rlp::decode_list(list);
-    size_t n = 0;
-    for (ByteView rest = payload ? *payload : ByteView{}; !rest.empty() && rlp::next_item(rest); ++n) {
-    }
-    return n;
-}
-
-// Checks `item` of block `header` (a body, or a receipt list of eth `version`'s form) against the
-// header's roots; the error names the block and the field.
-Outcome<void> verify_history_item(const BlockHeader& header, ByteView item, bool receipts, uint64_t version) {
-    if (!receipts) {
-        if (auto v = verify_body(header, item); !v) {
-            return make_error(fmt::format("block {}: {}", header.number, v.error().message()));
-        }
-        return {};
-    }
-    Bytes consensus;
-    ByteView list = item;
-    if (version >= eth::kEth69) {
-        if (auto r = receipts_from_eth69(item, consensus); !r) {
-            return make_error(fmt::format("block {}: {}", header.number, r.error().message()));
-        }
-        list = consensus;
-    }
-    if (auto v = verify_receipts(header, list); !v) {
-        return make_error(fmt::format("block {}: {}", header.number, v.error().message()));
-    }
-    return {};
+// The receipts in the receipt list `list` (0 for bytes that are not one RLP list).
+size_t receipt_count(ByteView list) {
+    auto receipts = rlp::list_items(list);
+    return receipts ? receipts->size() : 0;
 }
 
 }  // namespace
@@ -787,7 +746,7 @@ int cmd_get(int argc, char** argv) {
         // for a receipt list eth/70 cut, from its first receipt missing. Stops at a reply that brings
         // nothing new.
         for (size_t next = 0; want_history && next < hashes.size();) {
-            const uint64_t first_receipt = want_receipts ? list_items(items[next]) : 0;
+            const uint64_t first_receipt = want_receipts ? receipt_count(items[next]) : 0;
             auto got = co_await session->request_history(history_request, std::span<const Hash32>(hashes).subspan(next),
                                                          std::nullopt, first_receipt);
             ++history_requests;
@@ -800,8 +759,9 @@ int cmd_get(int argc, char** argv) {
             for (size_t i = 0; i < got->items.size(); ++i) {
                 Bytes& item = items[next + i];
                 if (!item.empty()) {
-                    if (auto j = join_receipt_lists(item, got->items[i]); !j) {
-                        error = j.error().message;
+                    if (auto j = eth::join_receipt_lists(item, got->items[i]); !j) {
+                        error = fmt::format("block {}: a partial receipt list is not an RLP list: {}",
+                                            decode_block_header(reply->headers[next + i])->number, j.error().message());
                         break;
                     }
                 } else {
@@ -870,8 +830,10 @@ int cmd_get(int argc, char** argv) {
     size_t held = 0;
     for (size_t i = 0; i < items.size() && !items[i].empty(); ++i, ++held) {
         const BlockHeader h = *decode_block_header(reply->headers[i]);
-        if (auto v = verify_history_item(h, items[i], want_receipts, version); !v) {
-            return fail(fmt::format("peer {}:{}: {} (eth/{})", peer->host, peer->port, v.error().message, version));
+        const auto reply_id = want_receipts ? eth::MessageId::kReceipts : eth::MessageId::kBlockBodies;
+        if (auto v = eth::verify_history_item(version, reply_id, h, items[i]); !v) {
+            return fail(fmt::format("peer {}:{}: block {}: {} (eth/{})", peer->host, peer->port, h.number,
+                                    v.error().message(), version));
         }
     }
     const std::string_view what = want_bodies ? "bodies" : "receipt lists";
@@ -889,7 +851,7 @@ int cmd_get(int argc, char** argv) {
             o["uncles"] = body.uncle_count;
             if (body.withdrawals) o["withdrawals"] = body.withdrawals->size();
         } else {
-            o["receipts"] = list_items(rlp);
+            o["receipts"] = receipt_count(rlp);
         }
         o["verified"] = true;
         o["rlp"] = to_hex0x(rlp);

@@ -213,4 +213,24 @@ Result<HistoryReply> decode_history_reply(uint64_t version, MessageId reply, Byt
     return out;
 }
 
+Result<void> verify_history_item(uint64_t version, MessageId reply, const BlockHeader& header, ByteView item) {
+    if (reply == MessageId::kBlockBodies) return verify_body(header, item);
+    if (version < kEth69) return verify_receipts(header, item);
+    Bytes consensus;
+    if (auto r = receipts_from_eth69(item, consensus); !r) return r;
+    return verify_receipts(header, consensus);
+}
+
+Result<void> join_receipt_lists(Bytes& into, ByteView more) {
+    auto held = rlp::list_items(into);
+    if (!held) return held.error();
+    auto rest = rlp::list_items(more);
+    if (!rest) return rest.error();
+    held->insert(held->end(), rest->begin(), rest->end());
+    Bytes joined;
+    rlp::encode_list(joined, *held);
+    into = std::move(joined);
+    return {};
+}
+
 }  // namespace headerd::eth

@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 
+#include "core/block_header.hpp"
 #include "core/bytes.hpp"
 #include "core/header_source.hpp"
 #include "core/history_source.hpp"
@@ -66,5 +67,17 @@ struct HistoryReply {
 // Decodes reply `reply` (kBlockBodies or kReceipts) of `version` strictly: the envelope, and each
 // item an RLP list. Anything else is MessageError::kWrongMessage.
 Result<HistoryReply> decode_history_reply(uint64_t version, MessageId reply, ByteView payload) noexcept;
+
+// Checks one item of a reply `reply` (kBlockBodies or kReceipts) of `version` against the header of
+// its block: a body against transactionsRoot, ommersHash and withdrawalsRoot; a receipt list in the
+// version's form (eth/68 the consensus form with blooms, eth/69+ without, EIP-7642, its blooms
+// computed from the logs) against receiptsRoot. A BodyError says what differs; the caller names
+// the block.
+Result<void> verify_history_item(uint64_t version, MessageId reply, const BlockHeader& header, ByteView item);
+
+// eth/70+ (EIP-7975): appends the receipts of list `more`, the continuation of a list a reply cut
+// (lastBlockIncomplete) asked again from its firstBlockReceiptIndex, to the list `into`. An error
+// when either is not one RLP list.
+Result<void> join_receipt_lists(Bytes& into, ByteView more);
 
 }  // namespace headerd::eth
