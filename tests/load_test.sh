@@ -11,7 +11,8 @@ ERA1=$DATA/mainnet-00000-5ec1ffb8.era1
 INTEROP=$(cd "$(dirname "$0")/interop" && pwd)
 
 D=$WORK/d
-"$HEADERD" import --datadir "$D" "$ERA1" >/dev/null 2>&1
+# With its history: the node serves the epoch's bodies and receipt lists too (the history profiles).
+"$HEADERD" import --datadir "$D" --history "$ERA1" >/dev/null 2>&1
 "$HEADERD" freeze --datadir "$D" --keep 1000 >/dev/null 2>&1
 "$HEADERD" serve --datadir "$D" --listen 127.0.0.1:0 --workers 2 --metrics 127.0.0.1:0 >/dev/null \
     2>"$WORK/serve.err" &
@@ -57,6 +58,17 @@ for profile in geth-skeleton nethermind besu erigon reth ethereumjs probes legac
     py "$out" 'r["totals"]["verdict_drops"] == 0 and r["profiles"][0]["name"] == "'"$profile"'"'
     echo "ok: --profile $profile: $(python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["totals"]; print(t["requests"], "requests,", t["headers"], "headers, p99", t["rtt_ms"]["p99"], "ms")' "$out"), verified"
 done
+
+# The history profiles (geth, Nethermind, Besu and reth syncing bodies and receipts): every body and
+# receipt list checked against the reference chain's headers, none failed, both counted.
+"$HEADERD" load --peer "$ENODE" --clients 4 --duration 3 --profile history --chain "$ERA1" --json "$WORK/history.json" \
+    --threshold verified --threshold errors==0 --threshold 'bodies>0' --threshold 'receipt_lists>0' --verbosity 1 \
+    >"$WORK/history.out" 2>&1 || { cat "$WORK/history.out" >&2; fail "load --profile history exited $?"; }
+py "$WORK/history.json" 'r["verified"] is True and r["totals"]["verification_failures"] == 0 and not r["failures"]'
+py "$WORK/history.json" 'sorted(p["name"] for p in r["profiles"]) == ["besu-history", "geth-history", "nethermind-history", "reth-history"]'
+py "$WORK/history.json" 'r["totals"]["bodies"] > 0 and r["totals"]["receipt_lists"] > 0 and r["totals"]["verdict_drops"] == 0'
+py "$WORK/history.json" 'all(r["totals"]["messages"][m]["verification_failures"] == 0 and r["totals"]["messages"][m]["replies"] > 0 for m in ("headers", "bodies", "receipts"))'
+echo "ok: --profile history: $(python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["totals"]; print(t["bodies"], "bodies and", t["receipt_lists"], "receipt lists,", t["requests"], "requests")' "$WORK/history.json"), verified"
 
 # The mix with every report: every documented field is there.
 "$HEADERD" load --peer "$ENODE" --clients 24 --duration 3 --chain "$ERA1" --json "$WORK/mix.json" \
@@ -318,3 +330,27 @@ lying stale-id geth-skeleton "not pending" "drop: timeout"  # one in flight: id 
 lying no-reply besu "no reply" "timeout"
 lying wrong-code nethermind "BlockBodies" "breach of protocol"
 lying corrupt-header geth-skeleton "differs from the reference chain" "drop: invalid reply"
+
+# A lying history server: server.js serves the epoch's headers right, but each body it sends has a
+# transaction that its header's transactions root does not cover. The run must fail, its report
+# naming the check and a block the server lied about.
+rm -f "$WORK/js.enode"
+node "$INTEROP/server.js" --port 0 --out "$WORK/js.enode" --eth 68,69 --idle 30 --era1 "$ERA1" --fault altered-tx \
+    >"$WORK/js.log" 2>&1 &
+JS_PID=$!
+wait_nonempty "$WORK/js.enode" "$JS_PID" 20 "the ethereumjs server" "$WORK/js.log"
+if "$HEADERD" load --peer "$(cat "$WORK/js.enode")" --clients 1 --duration 3 --profile geth-history --chain "$ERA1" \
+    --json "$WORK/lie.json" --threshold verified --verbosity 1 >"$WORK/lie.out" 2>&1; then
+    fail "the lying history server: load passed"
+fi
+kill "$JS_PID" 2>/dev/null || true
+wait "$JS_PID" 2>/dev/null || true
+JS_PID=
+# The blocks whose bodies the server altered: the first of each reply it logged with FAULT altered-tx.
+LIED=$(sed -n 's/.*GetBlockBodies .* items \[\([0-9]*\)\.\.[0-9]*\] FAULT altered-tx$/\1/p' "$WORK/js.log" | tr '\n' ' ')
+[ -n "$LIED" ] || fail "server.js altered no body: $(tail -5 "$WORK/js.log")"
+py "$WORK/lie.json" 'r["verified"] is False and r["totals"]["messages"]["bodies"]["verification_failures"] > 0'
+py "$WORK/lie.json" 'any(f["request"]["message"] == "GetBlockBodies" and "body 0 (block %d): transactions do not match the header\x27s transactions root" % int(b) in f["reason"] for f in r["failures"] for b in "'"$LIED"'".split())'
+py "$WORK/lie.json" 'any("drop: invalid body" in k for p in r["profiles"] for k in p["verdicts"]["reasons"])'
+grep -q "^verified: false" "$WORK/lie.out" || fail "the summary does not say verified: false: $(cat "$WORK/lie.out")"
+echo "ok: a lying history server (--fault altered-tx): load exits 1, $(python3 -c 'import json,sys; f=[f for f in json.load(open(sys.argv[1]))["failures"] if f["request"]["message"] == "GetBlockBodies"][0]; print(f["reason"])' "$WORK/lie.json")"
