@@ -84,7 +84,7 @@ std::string human_bytes(double b) {
 int cmd_load(int argc, char** argv) {
     const CommandSpec spec{
         "load",
-        "load-test header servers with synthetic syncing clients",
+        "load-test header and history servers with synthetic syncing clients",
         "--peer ENODE [--peer ENODE ...] [--clients N] [--duration S | --requests K] [--profile NAME[:WEIGHT],...] "
         "[--rate R] [--ramp S] [--depth D] [--eth V] [--chain FILE|DATADIR ...] [--threshold EXPR ...] "
         "[--json FILE] [--html FILE] [--metrics HOST:PORT] [--server-metrics URL] [--seed S] [--run-id ID] "
@@ -104,14 +104,18 @@ int cmd_load(int argc, char** argv) {
          {"timeout", "S", "every request's timeout instead of the profile's", "", false},
          {"handshakes", "N", "connections in the handshake at once", "64", false},
          {"workers", "N", "threads (0: one per core)", "0", false},
-         {"chain", "SRC", "reference chain: .era1/.rlp files or a datadir; replies are compared byte for byte", "",
-          false, true},
+         {"chain", "SRC",
+          "reference chain: .era1/.rlp files or a datadir; headers are compared byte for byte (bodies and receipt "
+          "lists are checked against their headers' roots in any case)",
+          "", false, true},
          {"synthetic", "N[:SEED]",
           "the clients claim the network of `headerd generate --count N --seed SEED` (seed 1 if not given), not "
           "mainnet",
           "", false},
-         {"threshold", "EXPR", "pass/fail rule, e.g. 'p99<50ms', 'errors==0', 'verified', 'besu.p99<1s'", "", false,
-          true},
+         {"threshold", "EXPR",
+          "pass/fail rule, e.g. 'p99<50ms', 'errors==0', 'verified', 'besu.p99<1s', 'bodies>0', "
+          "'receipts_p99<2s'",
+          "", false, true},
          {"json", "FILE", "write the JSON report (docs/load-report.md)", "", false},
          {"html", "FILE", "write a self-contained HTML report", "", false},
          {"metrics", "HOST:PORT", "serve the load generator's /metrics", "", false},
