@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -22,18 +23,11 @@ namespace {
 
 std::string bytes_hex(ByteView b) { return to_hex0x(b); }
 
-// The items of an RLP list's payload, each as encoded; nullopt when one is malformed.
-std::optional<std::vector<ByteView>> list_items(ByteView list_item) {
-    auto payload = rlp::decode_list(list_item);
-    if (!payload) return std::nullopt;
-    std::vector<ByteView> out;
-    ByteView rest = *payload;
-    while (!rest.empty()) {
-        auto item = rlp::next_item(rest);
-        if (!item) return std::nullopt;
-        out.push_back(*item);
-    }
-    return out;
+// The items of one RLP list, each as encoded; nullopt when it is not one well-formed list.
+std::optional<std::vector<ByteView>> list_items(ByteView list) {
+    auto items = rlp::list_items(list);
+    if (!items) return std::nullopt;
+    return std::move(*items);
 }
 
 bool is_list(ByteView item) { return !item.empty() && item[0] >= 0xc0; }
@@ -178,15 +172,12 @@ std::optional<json::array> authorizations_json(ByteView item) {
     return out;
 }
 
-// rlp(list of `items`, each already encoded).
-Bytes encode_list(const std::vector<ByteView>& items, size_t count, ByteView tail = {}) {
-    size_t payload = tail.size();
-    for (size_t i = 0; i < count; ++i) payload += items[i].size();
+// rlp(the first `count` of `items`, then `tail`), each already encoded: what a signature covers.
+Bytes encode_list(const std::vector<ByteView>& items, size_t count, std::span<const ByteView> tail = {}) {
+    std::vector<ByteView> all(items.begin(), items.begin() + static_cast<ptrdiff_t>(count));
+    all.insert(all.end(), tail.begin(), tail.end());
     Bytes out;
-    out.reserve(rlp::length_of_list(payload) + 1);
-    rlp::encode_header(out, {true, payload});
-    for (size_t i = 0; i < count; ++i) out.insert(out.end(), items[i].begin(), items[i].end());
-    out.insert(out.end(), tail.begin(), tail.end());
+    rlp::encode_list(out, all);
     return out;
 }
 
@@ -204,10 +195,10 @@ Outcome<Address> sender(uint8_t type, const std::vector<ByteView>& items, size_t
             // EIP-155: v = chainId * 2 + 35 + recovery, and the chain id signed with two zeros.
             const U256 chain_id = (*v - 35) / 2;
             recovery = static_cast<uint8_t>((*v - 35) % 2);
-            Bytes tail;
-            rlp::encode(tail, chain_id);
-            tail.push_back(0x80);
-            tail.push_back(0x80);
+            Bytes id;
+            rlp::encode(id, chain_id);
+            static constexpr uint8_t kZero = 0x80;
+            const std::array<ByteView, 3> tail{ByteView(id), ByteView(&kZero, 1), ByteView(&kZero, 1)};
             preimage = encode_list(items, signed_fields, tail);
             *legacy_chain_id = chain_id;
         } else {

@@ -13,7 +13,6 @@
 #include "core/block_body.hpp"
 #include "core/hex.hpp"
 #include "core/item_buffer.hpp"
-#include "core/keccak.hpp"
 #include "core/rlp.hpp"
 #include "core/trie_root.hpp"
 #include "rpc/block_json.hpp"
@@ -31,12 +30,6 @@ struct RpcFailure {
 };
 
 [[noreturn]] void invalid_params(std::string message) { throw RpcFailure{kInvalidParams, std::move(message)}; }
-
-// keccak256(rlp([])): the ommers hash of a block without uncles.
-const Hash32 kEmptyOmmersHash = [] {
-    const uint8_t empty_list = 0xc0;
-    return keccak256(ByteView{&empty_list, 1});
-}();
 
 // A block found: its canonical number, hash, header RLP and decoded header.
 struct Block {
