@@ -254,49 +254,78 @@ fi
 
 # --- 4. the unit's ExecStart as the user headerd ----------------------------------------------------
 
-say "importing the mainnet epoch 0 into /var/lib/headerd as headerd"
-in_root setpriv --reuid=headerd --regid=headerd --init-groups -- /usr/bin/headerd import --datadir /var/lib/headerd /tmp/mainnet-00000-5ec1ffb8.era1 >"$WORK/import.log" 2>&1 ||
-    fail "import as headerd: $(tail -n 5 "$WORK/import.log")"
-# The example config as installed, listening on loopback only (the test's ports are loopback's).
-"${SUDO[@]}" sed -i 's/^listen = .*/listen = "127.0.0.1:0"/' "$R/etc/headerd/headerd.toml"
-grep -q '^listen = "127.0.0.1:0"' "$R/etc/headerd/headerd.toml" || fail "could not set listen in the config"
-UNIT=$R/usr/lib/systemd/system/headerd.service
-exec_start=$(sed -n 's/^ExecStart=//p' "$UNIT")
-workdir=$(sed -n 's/^WorkingDirectory=//p' "$UNIT")
-umask_=$(sed -n 's/^UMask=//p' "$UNIT")
-[ -n "$exec_start" ] && [ -n "$workdir" ] && [ -n "$umask_" ] || fail "ExecStart, WorkingDirectory or UMask missing in the unit"
-say "starting the unit's ExecStart as headerd: $exec_start"
-# In a subshell that execs (sudo,) env, chroot, setpriv and sh all exec in turn, so SERVE_PID is
-# serve itself (under sudo: sudo, which passes signals on to it).
-# shellcheck disable=SC2086 # ExecStart's words, as systemd splits this line (no quotes in it)
-(exec "${SUDO[@]}" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C chroot "$R" \
-    setpriv --reuid=headerd --regid=headerd --init-groups -- \
-    sh -c 'umask "$1"; cd "$2" && shift 2 && exec "$@"' sh "$umask_" "$workdir" $exec_start) >"$WORK/serve.log" 2>&1 &
-SERVE_PID=$!
+# Helpers of this section and of section 6, which runs them again on the older package and then on
+# this one over the same datadir.
+# import_epoch0: the installed headerd, as headerd, imports the mainnet epoch 0 into /var/lib/headerd.
+import_epoch0() {
+    say "importing the mainnet epoch 0 into /var/lib/headerd as headerd"
+    in_root setpriv --reuid=headerd --regid=headerd --init-groups -- /usr/bin/headerd import --datadir /var/lib/headerd /tmp/mainnet-00000-5ec1ffb8.era1 >"$WORK/import.log" 2>&1 ||
+        fail "import as headerd: $(tail -n 5 "$WORK/import.log")"
+}
+# listen_on_loopback: the installed config listens on loopback only (the test's ports are loopback's).
+listen_on_loopback() {
+    "${SUDO[@]}" sed -i 's/^listen = .*/listen = "127.0.0.1:0"/' "$R/etc/headerd/headerd.toml"
+    grep -q '^listen = "127.0.0.1:0"' "$R/etc/headerd/headerd.toml" || fail "could not set listen in the config"
+}
+# start_service: the ExecStart line of the installed unit, run as headerd in its working directory
+# with its umask, as systemd would; waits for its enode URL. Sets SERVE_PID (to wait on), SERVE_MAIN
+# (serve's own PID) and ENODE.
+start_service() {
+    local unit=$R/usr/lib/systemd/system/headerd.service exec_start workdir umask_
+    exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
+    workdir=$(sed -n 's/^WorkingDirectory=//p' "$unit")
+    umask_=$(sed -n 's/^UMask=//p' "$unit")
+    [ -n "$exec_start" ] && [ -n "$workdir" ] && [ -n "$umask_" ] || fail "ExecStart, WorkingDirectory or UMask missing in the unit"
+    # The URL of an earlier run names another port.
+    "${SUDO[@]}" rm -f "$R/var/lib/headerd/enode"
+    say "starting the unit's ExecStart as headerd: $exec_start"
+    # In a subshell that execs (sudo,) env, chroot, setpriv and sh all exec in turn, so SERVE_PID is
+    # serve itself (under sudo: sudo, which passes signals on to it).
+    # shellcheck disable=SC2086 # ExecStart's words, as systemd splits this line (no quotes in it)
+    (exec "${SUDO[@]}" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C chroot "$R" \
+        setpriv --reuid=headerd --regid=headerd --init-groups -- \
+        sh -c 'umask "$1"; cd "$2" && shift 2 && exec "$@"' sh "$umask_" "$workdir" $exec_start) >"$WORK/serve.log" 2>&1 &
+    SERVE_PID=$!
+    poll_until 30 0.2 pid_alive "$SERVE_PID" -- enode_written ||
+        fail "serve did not write its enode ($POLL_REASON): $(tail -n 5 "$WORK/serve.log")"
+    ENODE=$("${SUDO[@]}" cat "$R/var/lib/headerd/enode")
+    [[ $ENODE == enode://*@127.0.0.1:* ]] || fail "serve listens beyond loopback: $ENODE"
+    # The process is headerd's (the PID is serve's own: chroot, setpriv and sh exec it; under sudo it
+    # is sudo's, whose child serve is).
+    SERVE_MAIN=$(pgrep -f -P "$SERVE_PID" headerd || echo "$SERVE_PID")
+    local serve_uid
+    serve_uid=$(awk '/^Uid:/ {print $2}' /proc/"$SERVE_MAIN"/status)
+    [ "$serve_uid" = "$uid" ] || fail "serve runs as uid $serve_uid, not headerd ($uid)"
+}
 enode_written() { "${SUDO[@]}" test -s "$R/var/lib/headerd/enode"; }
-poll_until 30 0.2 pid_alive "$SERVE_PID" -- enode_written ||
-    fail "serve did not write its enode ($POLL_REASON): $(tail -n 5 "$WORK/serve.log")"
-ENODE=$("${SUDO[@]}" cat "$R/var/lib/headerd/enode")
-[[ $ENODE == enode://*@127.0.0.1:* ]] || fail "serve listens beyond loopback: $ENODE"
-# The process is headerd's (the PID is serve's own: chroot, setpriv and sh exec it; under sudo it
-# is sudo's, whose child serve is).
-serve_uid=$(awk '/^Uid:/ {print $2}' /proc/"$(pgrep -f -P "$SERVE_PID" headerd || echo "$SERVE_PID")"/status)
-[ "$serve_uid" = "$uid" ] || fail "serve runs as uid $serve_uid, not headerd ($uid)"
-in_root /usr/bin/headerd get --peer "$ENODE" --origin 8000 --amount 192 --format json >"$WORK/get.json" 2>"$WORK/get.err" ||
-    fail "get: $(tail -n 3 "$WORK/get.err")"
-grep -o '"number":[0-9]*,"hash":"0x[0-9a-f]*"' "$WORK/get.json" |
-    sed 's/"number":\([0-9]*\),"hash":"\(0x[0-9a-f]*\)"/\1 \2/' >"$WORK/got.txt"
-awk '$1 >= 8000' "$DATA/mainnet-headers-0-8191.hashes.txt" >"$WORK/want.txt"
-[ "$(wc -l <"$WORK/got.txt")" = 192 ] || fail "expected 192 headers, got $(wc -l <"$WORK/got.txt")"
-cmp -s "$WORK/got.txt" "$WORK/want.txt" || fail "hashes differ from the mainnet list"
-say "ok: get 8000+192 from the packaged serve ($ENODE): every hash matches the mainnet list"
-"${SUDO[@]}" kill -TERM "$SERVE_PID"
+# check_served WHAT: the installed headerd's `get` fetches 192 headers from 8000 from the running
+# serve, whose hashes are the mainnet list's.
+check_served() {
+    in_root /usr/bin/headerd get --peer "$ENODE" --origin 8000 --amount 192 --format json >"$WORK/get.json" 2>"$WORK/get.err" ||
+        fail "get from $1: $(tail -n 3 "$WORK/get.err")"
+    grep -o '"number":[0-9]*,"hash":"0x[0-9a-f]*"' "$WORK/get.json" |
+        sed 's/"number":\([0-9]*\),"hash":"\(0x[0-9a-f]*\)"/\1 \2/' >"$WORK/got.txt"
+    awk '$1 >= 8000' "$DATA/mainnet-headers-0-8191.hashes.txt" >"$WORK/want.txt"
+    [ "$(wc -l <"$WORK/got.txt")" = 192 ] || fail "$1: expected 192 headers, got $(wc -l <"$WORK/got.txt")"
+    cmp -s "$WORK/got.txt" "$WORK/want.txt" || fail "$1: hashes differ from the mainnet list"
+    say "ok: get 8000+192 from $1 ($ENODE): every hash matches the mainnet list"
+}
+# serve_ended: waits for serve, which SIGTERM (sent by the caller) ends, and checks its exit code 0.
 stopped() { ! pid_alive "$SERVE_PID"; }
-poll_until 30 0.2 -- stopped || fail "serve still running 30 s after SIGTERM"
-rc=0
-wait "$SERVE_PID" || rc=$?
-SERVE_PID=
-[ "$rc" = 0 ] || fail "serve exited with $rc on SIGTERM: $(tail -n 3 "$WORK/serve.log")"
+serve_ended() {
+    poll_until 30 0.2 -- stopped || fail "serve still running 30 s after SIGTERM"
+    local rc=0
+    wait "$SERVE_PID" || rc=$?
+    SERVE_PID=
+    [ "$rc" = 0 ] || fail "serve exited with $rc on SIGTERM: $(tail -n 3 "$WORK/serve.log")"
+}
+
+import_epoch0
+listen_on_loopback
+start_service
+check_served "the packaged serve"
+"${SUDO[@]}" kill -TERM "$SERVE_PID"
+serve_ended
 say "ok: SIGTERM stops it with exit code 0"
 
 # --- 5. an upgrade, and the maintainer scripts' systemd branches ------------------------------------
