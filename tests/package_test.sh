@@ -15,14 +15,23 @@
 #     working directory with its umask, on a datadir imported from the mainnet epoch 0 and a
 #     config that listens on 127.0.0.1 only: `headerd get` fetches 192 headers from 8000 whose
 #     hashes match the mainnet list; SIGTERM stops it with exit code 0;
-#  5. an upgrade to the same build packaged as a later version (cpack -R), with a stand-in
-#     systemctl that logs its calls (the root has no systemd): an enabled, running service is
-#     stopped by prerm and started again by postinst, a disabled one is not started, nor an enabled
-#     one while /usr/sbin/policy-rc.d forbids it; the edited conffile, the user and the datadir
-#     stay;
-#  6. `dpkg --purge` leaves nothing of the package (dpkg -L taken before, every new path of the
+#  5. `dpkg --purge` leaves nothing of the package (dpkg -L taken before, every new path of the
 #     root compared) but the datadir and the user that owns it; installed again (a first install,
-#     which never starts the service), `HEADERD_PURGE_DATA=1 dpkg --purge` removes those too.
+#     which never starts the service), `HEADERD_PURGE_DATA=1 dpkg --purge` removes those too;
+#  6. an upgrade between two really different builds, with the datadir in use: the package of an
+#     older commit (UPGRADE_FROM below, built from `git archive` of it as version 0.0.0+git<commit>
+#     and cached as ${XDG_CACHE_HOME:-$HOME/.cache}/headerd/headerd-<commit>-<arch>.deb, so only
+#     the first run builds it) installed on the clean root; its binary imports the mainnet epoch 0
+#     and serves it as the unit says; the service enabled and running (a stand-in systemctl that
+#     logs its calls: the root has no systemd), `dpkg -i --force-confdef --force-confold` of this
+#     package over it (dpkg asks about the edited config otherwise, and fails without a terminal):
+#     the older package's prerm stops the running serve (exit code 0), this one's postinst reloads
+#     systemd and starts it again; the edited conffile stays (the new one beside it as
+#     .dpkg-dist), and so do the user, the datadir (head 8191) and the node key; this build's serve
+#     on that datadir answers `get` 8000+192 with the mainnet hashes. Reinstalled, a disabled
+#     service is not started, nor an enabled one while /usr/sbin/policy-rc.d forbids it. Without
+#     the commit (a shallow clone) and without the cached package, it prints "SKIPPED: the upgrade
+#     from the older build ..." and upgrades this build to itself.
 # Needs root (or passwordless sudo), debootstrap and a reachable Debian mirror: otherwise it prints
 # "SKIPPED: ... because ..." and exits 77 (CTest counts it as skipped). HEADERD_DEBIAN_MIRROR sets
 # the mirror (default: the host's Debian mirror from /etc/apt, else http://deb.debian.org/debian).
@@ -30,6 +39,14 @@
 source "$(dirname "$0")/lib.sh" "$1"
 BUILD=$(cd "${2:?usage: $0 HEADERD BUILD_DIR}" && pwd)
 SRC=$(cd "$(dirname "$0")/.." && pwd)
+# The older build that section 6 upgrades from: the commit that first made the package (install
+# rules, cpack, the maintainer scripts), 97 commits before this line was written. Its package
+# builds, installs and runs on Debian 12, and it differs from today's in what an upgrade meets: its
+# prerm and postinst call systemctl directly (not deb-systemd-invoke), its example config differs,
+# it has no changelog nor copyright file, and its binary (no --version, no history store, no
+# datadir anchor) writes the datadir that this build's must serve. Another commit here costs one
+# cold build of it (docs/packaging.md, "The test").
+UPGRADE_FROM=11ad48c70b0dad9f48c8dc83c80b7351ec878635
 # poll_until
 # shellcheck source=../scripts/lib/wait.sh
 source "$SRC/scripts/lib/wait.sh"
@@ -254,56 +271,87 @@ fi
 
 # --- 4. the unit's ExecStart as the user headerd ----------------------------------------------------
 
-say "importing the mainnet epoch 0 into /var/lib/headerd as headerd"
-in_root setpriv --reuid=headerd --regid=headerd --init-groups -- /usr/bin/headerd import --datadir /var/lib/headerd /tmp/mainnet-00000-5ec1ffb8.era1 >"$WORK/import.log" 2>&1 ||
-    fail "import as headerd: $(tail -n 5 "$WORK/import.log")"
-# The example config as installed, listening on loopback only (the test's ports are loopback's).
-"${SUDO[@]}" sed -i 's/^listen = .*/listen = "127.0.0.1:0"/' "$R/etc/headerd/headerd.toml"
-grep -q '^listen = "127.0.0.1:0"' "$R/etc/headerd/headerd.toml" || fail "could not set listen in the config"
-UNIT=$R/usr/lib/systemd/system/headerd.service
-exec_start=$(sed -n 's/^ExecStart=//p' "$UNIT")
-workdir=$(sed -n 's/^WorkingDirectory=//p' "$UNIT")
-umask_=$(sed -n 's/^UMask=//p' "$UNIT")
-[ -n "$exec_start" ] && [ -n "$workdir" ] && [ -n "$umask_" ] || fail "ExecStart, WorkingDirectory or UMask missing in the unit"
-say "starting the unit's ExecStart as headerd: $exec_start"
-# In a subshell that execs (sudo,) env, chroot, setpriv and sh all exec in turn, so SERVE_PID is
-# serve itself (under sudo: sudo, which passes signals on to it).
-# shellcheck disable=SC2086 # ExecStart's words, as systemd splits this line (no quotes in it)
-(exec "${SUDO[@]}" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C chroot "$R" \
-    setpriv --reuid=headerd --regid=headerd --init-groups -- \
-    sh -c 'umask "$1"; cd "$2" && shift 2 && exec "$@"' sh "$umask_" "$workdir" $exec_start) >"$WORK/serve.log" 2>&1 &
-SERVE_PID=$!
+# Helpers of this section and of section 6, which runs them again on the older package and then on
+# this one over the same datadir.
+# import_epoch0: the installed headerd, as headerd, imports the mainnet epoch 0 into /var/lib/headerd.
+import_epoch0() {
+    say "importing the mainnet epoch 0 into /var/lib/headerd as headerd"
+    in_root setpriv --reuid=headerd --regid=headerd --init-groups -- /usr/bin/headerd import --datadir /var/lib/headerd /tmp/mainnet-00000-5ec1ffb8.era1 >"$WORK/import.log" 2>&1 ||
+        fail "import as headerd: $(tail -n 5 "$WORK/import.log")"
+}
+# listen_on_loopback: the installed config listens on loopback only (the test's ports are loopback's).
+listen_on_loopback() {
+    "${SUDO[@]}" sed -i 's/^listen = .*/listen = "127.0.0.1:0"/' "$R/etc/headerd/headerd.toml"
+    grep -q '^listen = "127.0.0.1:0"' "$R/etc/headerd/headerd.toml" || fail "could not set listen in the config"
+}
+# start_service: the ExecStart line of the installed unit, run as headerd in its working directory
+# with its umask, as systemd would; waits for its enode URL. Sets SERVE_PID (to wait on), SERVE_MAIN
+# (serve's own PID) and ENODE.
+start_service() {
+    local unit=$R/usr/lib/systemd/system/headerd.service exec_start workdir umask_
+    exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
+    workdir=$(sed -n 's/^WorkingDirectory=//p' "$unit")
+    umask_=$(sed -n 's/^UMask=//p' "$unit")
+    [ -n "$exec_start" ] && [ -n "$workdir" ] && [ -n "$umask_" ] || fail "ExecStart, WorkingDirectory or UMask missing in the unit"
+    # The URL of an earlier run names another port.
+    "${SUDO[@]}" rm -f "$R/var/lib/headerd/enode"
+    say "starting the unit's ExecStart as headerd: $exec_start"
+    # In a subshell that execs (sudo,) env, chroot, setpriv and sh all exec in turn, so SERVE_PID is
+    # serve itself (under sudo: sudo, which passes signals on to it).
+    # shellcheck disable=SC2086 # ExecStart's words, as systemd splits this line (no quotes in it)
+    (exec "${SUDO[@]}" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C chroot "$R" \
+        setpriv --reuid=headerd --regid=headerd --init-groups -- \
+        sh -c 'umask "$1"; cd "$2" && shift 2 && exec "$@"' sh "$umask_" "$workdir" $exec_start) >"$WORK/serve.log" 2>&1 &
+    SERVE_PID=$!
+    poll_until 30 0.2 pid_alive "$SERVE_PID" -- enode_written ||
+        fail "serve did not write its enode ($POLL_REASON): $(tail -n 5 "$WORK/serve.log")"
+    ENODE=$("${SUDO[@]}" cat "$R/var/lib/headerd/enode")
+    [[ $ENODE == enode://*@127.0.0.1:* ]] || fail "serve listens beyond loopback: $ENODE"
+    # The process is headerd's (the PID is serve's own: chroot, setpriv and sh exec it; under sudo it
+    # is sudo's, whose child serve is).
+    SERVE_MAIN=$(pgrep -f -P "$SERVE_PID" headerd || echo "$SERVE_PID")
+    local serve_uid
+    serve_uid=$(awk '/^Uid:/ {print $2}' /proc/"$SERVE_MAIN"/status)
+    [ "$serve_uid" = "$uid" ] || fail "serve runs as uid $serve_uid, not headerd ($uid)"
+}
 enode_written() { "${SUDO[@]}" test -s "$R/var/lib/headerd/enode"; }
-poll_until 30 0.2 pid_alive "$SERVE_PID" -- enode_written ||
-    fail "serve did not write its enode ($POLL_REASON): $(tail -n 5 "$WORK/serve.log")"
-ENODE=$("${SUDO[@]}" cat "$R/var/lib/headerd/enode")
-[[ $ENODE == enode://*@127.0.0.1:* ]] || fail "serve listens beyond loopback: $ENODE"
-# The process is headerd's (the PID is serve's own: chroot, setpriv and sh exec it; under sudo it
-# is sudo's, whose child serve is).
-serve_uid=$(awk '/^Uid:/ {print $2}' /proc/"$(pgrep -f -P "$SERVE_PID" headerd || echo "$SERVE_PID")"/status)
-[ "$serve_uid" = "$uid" ] || fail "serve runs as uid $serve_uid, not headerd ($uid)"
-in_root /usr/bin/headerd get --peer "$ENODE" --origin 8000 --amount 192 --format json >"$WORK/get.json" 2>"$WORK/get.err" ||
-    fail "get: $(tail -n 3 "$WORK/get.err")"
-grep -o '"number":[0-9]*,"hash":"0x[0-9a-f]*"' "$WORK/get.json" |
-    sed 's/"number":\([0-9]*\),"hash":"\(0x[0-9a-f]*\)"/\1 \2/' >"$WORK/got.txt"
-awk '$1 >= 8000' "$DATA/mainnet-headers-0-8191.hashes.txt" >"$WORK/want.txt"
-[ "$(wc -l <"$WORK/got.txt")" = 192 ] || fail "expected 192 headers, got $(wc -l <"$WORK/got.txt")"
-cmp -s "$WORK/got.txt" "$WORK/want.txt" || fail "hashes differ from the mainnet list"
-say "ok: get 8000+192 from the packaged serve ($ENODE): every hash matches the mainnet list"
-"${SUDO[@]}" kill -TERM "$SERVE_PID"
+# check_served WHAT: the installed headerd's `get` fetches 192 headers from 8000 from the running
+# serve, whose hashes are the mainnet list's.
+check_served() {
+    in_root /usr/bin/headerd get --peer "$ENODE" --origin 8000 --amount 192 --format json >"$WORK/get.json" 2>"$WORK/get.err" ||
+        fail "get from $1: $(tail -n 3 "$WORK/get.err")"
+    grep -o '"number":[0-9]*,"hash":"0x[0-9a-f]*"' "$WORK/get.json" |
+        sed 's/"number":\([0-9]*\),"hash":"\(0x[0-9a-f]*\)"/\1 \2/' >"$WORK/got.txt"
+    awk '$1 >= 8000' "$DATA/mainnet-headers-0-8191.hashes.txt" >"$WORK/want.txt"
+    [ "$(wc -l <"$WORK/got.txt")" = 192 ] || fail "$1: expected 192 headers, got $(wc -l <"$WORK/got.txt")"
+    cmp -s "$WORK/got.txt" "$WORK/want.txt" || fail "$1: hashes differ from the mainnet list"
+    say "ok: get 8000+192 from $1 ($ENODE): every hash matches the mainnet list"
+}
+# serve_ended: waits for serve, which SIGTERM (sent by the caller) ends, and checks its exit code 0.
 stopped() { ! pid_alive "$SERVE_PID"; }
-poll_until 30 0.2 -- stopped || fail "serve still running 30 s after SIGTERM"
-rc=0
-wait "$SERVE_PID" || rc=$?
-SERVE_PID=
-[ "$rc" = 0 ] || fail "serve exited with $rc on SIGTERM: $(tail -n 3 "$WORK/serve.log")"
+serve_ended() {
+    poll_until 30 0.2 -- stopped || fail "serve still running 30 s after SIGTERM"
+    local rc=0
+    wait "$SERVE_PID" || rc=$?
+    SERVE_PID=
+    [ "$rc" = 0 ] || fail "serve exited with $rc on SIGTERM: $(tail -n 3 "$WORK/serve.log")"
+}
+
+import_epoch0
+listen_on_loopback
+start_service
+check_served "the packaged serve"
+"${SUDO[@]}" kill -TERM "$SERVE_PID"
+serve_ended
 say "ok: SIGTERM stops it with exit code 0"
 
-# --- 5. an upgrade, and the maintainer scripts' systemd branches ------------------------------------
+# --- the stand-in systemctl of sections 5 and 6 ------------------------------------------------------
 
 # The root has no systemd. A stand-in systemctl (first in PATH, with /run/systemd/system present, as
-# the scripts test) logs its calls and answers is-enabled and is-active from two flag files: the
-# operator had enabled the service and it was running.
+# the scripts test) logs its calls and answers is-enabled and is-active from two flag files. Its
+# stop ends the service as systemd's would: SIGTERM to the process whose PID /tmp/stub-main-pid
+# holds (serve, when section 6 runs it as the service), then a wait until it has exited (at most
+# 30 s; a zombie that the test has yet to reap counts as exited).
 STUB=/tmp/stub-bin
 "${SUDO[@]}" mkdir -p "$R$STUB" "$R/run/systemd/system"
 "${SUDO[@]}" tee "$R$STUB/systemctl" >/dev/null <<'STUB_EOF'
@@ -312,55 +360,31 @@ echo "$*" >>/tmp/systemctl.log
 case "$*" in
     *is-enabled*) if [ -e /tmp/stub-enabled ]; then echo enabled; else echo disabled && exit 1; fi ;;
     *is-active*) [ -e /tmp/stub-active ] ;;
+    *stop*)
+        rm -f /tmp/stub-active
+        if [ -s /tmp/stub-main-pid ]; then
+            pid=$(cat /tmp/stub-main-pid)
+            kill -TERM "$pid" 2>/dev/null || true
+            i=0
+            while [ $i -lt 300 ] && [ -e "/proc/$pid" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null; do
+                sleep 0.1
+                i=$((i + 1))
+            done
+            rm -f /tmp/stub-main-pid
+        fi
+        ;;
     *) exit 0 ;;
 esac
 STUB_EOF
 "${SUDO[@]}" chmod 0755 "$R$STUB/systemctl"
-"${SUDO[@]}" touch "$R/tmp/stub-enabled" "$R/tmp/stub-active"
 in_stub_systemd() { ROOT_PATH_FIRST=$STUB in_root "$@"; }
 # systemctl_calls: the stand-in's log since the last call, one line each, then empties it.
 systemctl_calls() {
-    "${SUDO[@]}" cat "$R/tmp/systemctl.log" 2>/dev/null | tr '\n' ';'
+    { "${SUDO[@]}" cat "$R/tmp/systemctl.log" 2>/dev/null || true; } | tr '\n' ';'
     "${SUDO[@]}" rm -f "$R/tmp/systemctl.log"
 }
 
-# The same build as a later version: cpack -R sets the package version only.
-next=$version+upgradetest1
-cpack -G DEB -R "$next" -B "$WORK/cpack-next" --config "$BUILD/CPackConfig.cmake" >"$WORK/cpack-next.log" 2>&1 ||
-    fail "cpack -R $next failed: $(tail -n 20 "$WORK/cpack-next.log")"
-DEB_NEXT=$(compgen -G "$WORK/cpack-next/headerd_${next}_$arch.deb") || fail "cpack -R made no headerd_${next}_$arch.deb"
-"${SUDO[@]}" cp "$DEB_NEXT" "$R/tmp/"
-say "upgrading to $next (service enabled and running, per the stand-in systemctl)"
-in_stub_systemd dpkg -i "/tmp/$(basename "$DEB_NEXT")" >"$WORK/upgrade.log" 2>&1 || fail "upgrade: $(tail -n 10 "$WORK/upgrade.log")"
-[ "$(in_root dpkg-query -W -f='${Version}' headerd)" = "$next" ] || fail "the upgrade did not install $next"
-calls=$(systemctl_calls)
-[[ $calls == *"stop headerd.service;"*"daemon-reload;"*"start headerd.service;"* ]] ||
-    fail "upgrade of an enabled, running service: expected stop (prerm), daemon-reload and start (postinst); systemctl saw: $calls"
-grep -q '^listen = "127.0.0.1:0"' "$R/etc/headerd/headerd.toml" || fail "the upgrade replaced the edited conffile"
-[ "$(in_root id -u headerd)" = "$uid" ] || fail "the user headerd changed its uid on the upgrade"
-in_root setpriv --reuid=headerd --regid=headerd --init-groups -- /usr/bin/headerd inspect --config /etc/headerd/headerd.toml --json \
-    >"$WORK/inspect.log" 2>&1 || fail "inspect after the upgrade: $(tail -n 5 "$WORK/inspect.log")"
-grep -q '"head_number":8191,' "$WORK/inspect.log" || fail "the datadir lost headers in the upgrade: $(cat "$WORK/inspect.log")"
-say "ok: upgrade stops, reloads and restarts the enabled service; the edited config, the user and the datadir (head 8191) stay"
-
-# A service the operator never enabled is not started by an upgrade.
-"${SUDO[@]}" rm -f "$R/tmp/stub-enabled" "$R/tmp/stub-active"
-in_stub_systemd dpkg -i "/tmp/$(basename "$DEB_NEXT")" >"$WORK/upgrade2.log" 2>&1 || fail "reinstall: $(tail -n 10 "$WORK/upgrade2.log")"
-calls=$(systemctl_calls)
-[[ $calls == *"daemon-reload;"* && $calls != *"start headerd.service"* ]] ||
-    fail "reinstall of a disabled, stopped service: expected no start; systemctl saw: $calls"
-say "ok: a disabled service stays stopped across an upgrade"
-# Nor one that /usr/sbin/policy-rc.d forbids to start (as image builds and chroots do).
-"${SUDO[@]}" touch "$R/tmp/stub-enabled"
-printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee "$R/usr/sbin/policy-rc.d" >/dev/null
-"${SUDO[@]}" chmod 0755 "$R/usr/sbin/policy-rc.d"
-in_stub_systemd dpkg -i "/tmp/$(basename "$DEB_NEXT")" >"$WORK/upgrade3.log" 2>&1 || fail "reinstall: $(tail -n 10 "$WORK/upgrade3.log")"
-"${SUDO[@]}" rm -f "$R/usr/sbin/policy-rc.d"
-calls=$(systemctl_calls)
-[[ $calls != *"start headerd.service"* ]] || fail "an upgrade started the service against policy-rc.d; systemctl saw: $calls"
-say "ok: nor does an enabled one where policy-rc.d forbids it"
-
-# --- 6. purge ------------------------------------------------------------------------------------------
+# --- 5. purge ------------------------------------------------------------------------------------------
 
 # leftovers FILE: the paths of the root that were not there before the install and that no package
 # owns (the dependencies' files are owned), but the datadir and the backups of passwd, group and
@@ -410,4 +434,124 @@ fi
 leftovers "$WORK/left2.txt"
 [ ! -s "$WORK/left2.txt" ] || fail "the purge with HEADERD_PURGE_DATA=1 left: $(head -n 20 "$WORK/left2.txt" | tr '\n' ' ')"
 say "ok: installed again (same uid, datadir kept); HEADERD_PURGE_DATA=1 dpkg --purge removes the datadir, user and group"
-echo "PASS ($((SECONDS - T0)) s)"
+
+# --- 6. an upgrade from an older build, with the datadir in use ---------------------------------------
+
+# The package of UPGRADE_FROM (at the top), built from that commit's tree as version
+# 0.0.0+git<commit>, lower than any release's; kept in the cache, keyed by the commit, so that only
+# the first run builds it. Without the commit (a shallow clone) and without the cached package, the
+# step says SKIPPED and the upgrade runs from this build to itself (a reinstall: the same
+# maintainer-script branches, no older datadir).
+OLD_VERSION=0.0.0+git${UPGRADE_FROM:0:7}
+OLD_DEB=$CACHE/headerd-$UPGRADE_FROM-$arch.deb
+# build_old_package: the .deb of UPGRADE_FROM into OLD_DEB. Only what the package holds is built
+# (the targets headerd and headerd_man_page; no tests, no benchmarks), in unity batches, as Release
+# (no debug info to compile: the package strips it), with this build tree's compiler, through
+# ccache as scripts/build.sh uses it (scripts/ccache.sh, the old tree as its base directory).
+# Warnings do not fail it (HEADERD_WERROR=OFF): a later compiler may warn where the commit's did not.
+build_old_package() {
+    # The build tree inside the source tree, as ./build is: below ccache's base directory, so that
+    # every path hashed is relative and a rebuild in another temporary directory hits.
+    local old_src=$WORK/old-src old_build=$WORK/old-src/build compiler deb
+    local -a generator=()
+    if command -v ninja >/dev/null; then generator=(-G Ninja); fi
+    compiler=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$BUILD/CMakeCache.txt")
+    mkdir "$old_src"
+    git -C "$SRC" archive "$UPGRADE_FROM" | tar -x -C "$old_src" || fail "git archive $UPGRADE_FROM failed"
+    say "building the package of $UPGRADE_FROM as $OLD_VERSION (once: kept as $OLD_DEB)"
+    (
+        cd "$old_src"
+        # shellcheck source=scripts/ccache.sh
+        source "$SRC/scripts/ccache.sh"
+        cmake -S . -B "$old_build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release ${compiler:+-DCMAKE_CXX_COMPILER="$compiler"} \
+            -DHEADERD_BUILD_TESTS=OFF -DHEADERD_BUILD_BENCHMARKS=OFF -DHEADERD_UNITY=ON -DHEADERD_WERROR=OFF \
+            -DHEADERD_COMMIT="${UPGRADE_FROM:0:12}" "${headerd_launcher[@]}"
+        cmake --build "$old_build" --parallel "$(nproc)" --target headerd headerd_man_page
+    ) >"$WORK/old-build.log" 2>&1 || fail "building $UPGRADE_FROM: $(tail -n 20 "$WORK/old-build.log")"
+    cpack -G DEB -R "$OLD_VERSION" -B "$WORK/cpack-old" --config "$old_build/CPackConfig.cmake" >"$WORK/cpack-old.log" 2>&1 ||
+        fail "cpack of $UPGRADE_FROM failed: $(tail -n 20 "$WORK/cpack-old.log")"
+    deb=$(compgen -G "$WORK/cpack-old/headerd_${OLD_VERSION}_$arch.deb") || fail "cpack made no headerd_${OLD_VERSION}_$arch.deb: $(ls "$WORK/cpack-old")"
+    # Written whole or not at all.
+    cp "$deb" "$OLD_DEB.tmp.$$" && mv "$OLD_DEB.tmp.$$" "$OLD_DEB" || { rm -f "$OLD_DEB.tmp.$$"; fail "cannot write $OLD_DEB"; }
+}
+if [ -s "$OLD_DEB" ]; then
+    say "the package of $UPGRADE_FROM from the cache: $OLD_DEB"
+elif command -v git >/dev/null && git -C "$SRC" cat-file -e "$UPGRADE_FROM^{commit}" 2>/dev/null; then
+    build_old_package
+    say "built $(basename "$OLD_DEB") ($(stat -c %s "$OLD_DEB") bytes)"
+else
+    echo "SKIPPED: the upgrade from the older build $UPGRADE_FROM (tests/package_test.sh, section 6) because" \
+        "$SRC has no such commit (a shallow clone?) and $OLD_DEB is not cached; the upgrade runs from this build to itself"
+    OLD_DEB=
+    PASS_NOTE="; the upgrade from $UPGRADE_FROM SKIPPED"
+fi
+FROM_DEB=${OLD_DEB:-$DEB}
+from=$(dpkg-deb --field "$FROM_DEB" Version)
+[ "$FROM_DEB" = "$DEB" ] || dpkg --compare-versions "$from" lt "$version" || fail "the older package's $from is not below $version"
+[ "$FROM_DEB" = "$DEB" ] || [ "$(dpkg-deb --field "$FROM_DEB" Package)" = headerd ] || fail "$FROM_DEB is not a headerd package"
+
+# The older package on the root that section 5 left clean; its binary imports the datadir and
+# serves it as the unit says; the operator has enabled the service and it runs.
+"${SUDO[@]}" cp "$FROM_DEB" "$R/tmp/headerd-from.deb"
+say "installing $from (apt-get: it pulls any dependency this build's package lacks)"
+in_root apt-get install -y -q --no-install-recommends /tmp/headerd-from.deb >"$WORK/apt-from.log" 2>&1 ||
+    fail "apt-get install of $from: $(tail -n 20 "$WORK/apt-from.log")"
+[ "$(in_root dpkg-query -W -f='${Version}' headerd)" = "$from" ] || fail "$from is not the installed version"
+uid=$(in_root id -u headerd) || fail "the package $from made no user headerd"
+import_epoch0
+listen_on_loopback
+start_service
+check_served "the serve of $from"
+node_id=${ENODE%@*}
+echo "$SERVE_MAIN" | "${SUDO[@]}" tee "$R/tmp/stub-main-pid" >/dev/null
+"${SUDO[@]}" touch "$R/tmp/stub-enabled" "$R/tmp/stub-active"
+systemctl_calls >/dev/null
+
+say "upgrading $from to $version with dpkg -i (service enabled, serving the datadir)"
+# The operator edited the config and the package changed it too: dpkg would ask (and fail with no
+# answer on stdin); keeping the operator's is the answer an unattended upgrade gives.
+in_stub_systemd dpkg -i --force-confdef --force-confold "/tmp/$(basename "$DEB")" >"$WORK/upgrade.log" 2>&1 ||
+    fail "upgrade: $(tail -n 10 "$WORK/upgrade.log")"
+[ "$(in_root dpkg-query -W -f='${Version}' headerd)" = "$version" ] || fail "the upgrade did not install $version"
+calls=$(systemctl_calls)
+[[ $calls == *"stop headerd.service;"*"daemon-reload;"*"start headerd.service;"* ]] ||
+    fail "upgrade of an enabled, running service: expected stop (prerm), daemon-reload and start (postinst); systemctl saw: $calls"
+# prerm's stop ended the serve of the older build (the stand-in waited for it), cleanly.
+! pid_alive "$SERVE_PID" || fail "the serve of $from still runs after the upgrade (prerm did not stop it)"
+serve_ended
+grep -q '^listen = "127.0.0.1:0"' "$R/etc/headerd/headerd.toml" || fail "the upgrade replaced the edited conffile"
+# Where the package's config changed too, dpkg kept the operator's and put the new one beside it.
+if ! dpkg-deb --fsys-tarfile "$FROM_DEB" | tar -xO ./etc/headerd/headerd.toml | cmp -s - "$SRC/deploy/headerd.toml"; then
+    "${SUDO[@]}" cmp -s "$R/etc/headerd/headerd.toml.dpkg-dist" "$SRC/deploy/headerd.toml" ||
+        fail "the config of $version is not beside the kept one as /etc/headerd/headerd.toml.dpkg-dist"
+fi
+[ "$(in_root id -u headerd)" = "$uid" ] || fail "the user headerd changed its uid on the upgrade"
+in_root setpriv --reuid=headerd --regid=headerd --init-groups -- /usr/bin/headerd inspect --config /etc/headerd/headerd.toml --json \
+    >"$WORK/inspect.log" 2>&1 || fail "inspect after the upgrade: $(tail -n 5 "$WORK/inspect.log")"
+grep -q '"head_number":8191,' "$WORK/inspect.log" || fail "the datadir lost headers in the upgrade: $(cat "$WORK/inspect.log")"
+say "ok: upgrade from $from: prerm stopped the running service (exit code 0), postinst reloaded and started it; the edited config, the user and the datadir (head 8191) stay"
+# What postinst's start would run: this build's binary, on the datadir the older one wrote.
+start_service
+[ "${ENODE%@*}" = "$node_id" ] || fail "the node's identity (its key in the datadir) changed in the upgrade: $ENODE, was $node_id@..."
+check_served "the serve of $version on the datadir of $from"
+"${SUDO[@]}" kill -TERM "$SERVE_PID"
+serve_ended
+
+# A service the operator never enabled is not started by an upgrade (here a reinstall, which runs
+# the same branches of the scripts).
+"${SUDO[@]}" rm -f "$R/tmp/stub-enabled" "$R/tmp/stub-active"
+in_stub_systemd dpkg -i "/tmp/$(basename "$DEB")" >"$WORK/upgrade2.log" 2>&1 || fail "reinstall: $(tail -n 10 "$WORK/upgrade2.log")"
+calls=$(systemctl_calls)
+[[ $calls == *"daemon-reload;"* && $calls != *"start headerd.service"* ]] ||
+    fail "reinstall of a disabled, stopped service: expected no start; systemctl saw: $calls"
+say "ok: a disabled service stays stopped across an upgrade"
+# Nor one that /usr/sbin/policy-rc.d forbids to start (as image builds and chroots do).
+"${SUDO[@]}" touch "$R/tmp/stub-enabled"
+printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee "$R/usr/sbin/policy-rc.d" >/dev/null
+"${SUDO[@]}" chmod 0755 "$R/usr/sbin/policy-rc.d"
+in_stub_systemd dpkg -i "/tmp/$(basename "$DEB")" >"$WORK/upgrade3.log" 2>&1 || fail "reinstall: $(tail -n 10 "$WORK/upgrade3.log")"
+"${SUDO[@]}" rm -f "$R/usr/sbin/policy-rc.d"
+calls=$(systemctl_calls)
+[[ $calls != *"start headerd.service"* ]] || fail "an upgrade started the service against policy-rc.d; systemctl saw: $calls"
+say "ok: nor does an enabled one where policy-rc.d forbids it"
+echo "PASS ($((SECONDS - T0)) s${PASS_NOTE:-})"
