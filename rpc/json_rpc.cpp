@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <exception>
 #include <optional>
 #include <utility>
@@ -256,7 +257,9 @@ std::optional<json::object> answer_one(const Call& call, const json::value& requ
     const json::value id_value = id != nullptr ? *id : json::value(nullptr);
     const auto* version = o->if_contains("jsonrpc");
     const auto* method = o->if_contains("method");
-    const bool id_ok = id == nullptr || id->is_null() || id->is_string() || id->is_number();
+    // A number too large for a double parses as infinity, which JSON cannot carry back: not an id.
+    const bool id_ok = id == nullptr || id->is_null() || id->is_string() || id->is_int64() || id->is_uint64() ||
+                       (id->is_double() && std::isfinite(id->get_double()));
     if (version == nullptr || !version->is_string() || version->get_string() != "2.0" || method == nullptr ||
         !method->is_string() || !id_ok) {
         return error_object(id_ok ? id_value : json::value(nullptr), kInvalidRequest, "invalid request");
@@ -303,7 +306,8 @@ std::string Handler::answer(std::string_view body) const {
         json::value id = nullptr;
         for (const auto& r : *batch) {
             if (const auto* o = r.if_object(); o != nullptr && o->contains("id")) {
-                id = o->at("id");
+                const auto& first = o->at("id");
+                if (!first.is_double() || std::isfinite(first.get_double())) id = first;
                 break;
             }
         }

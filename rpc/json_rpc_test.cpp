@@ -143,6 +143,8 @@ TEST_F(RpcTest, MalformedRequestsGetTheSpecificationsErrors) {
     }
     EXPECT_EQ(error_code(call("eth_getBlockByHash", R"(["0x12", false])")), kInvalidParams);
     EXPECT_EQ(error_code(call("debug_getRawHeader", R"([{"blockNumber":"0x1","blockHash":"0x12"}])")), kInvalidParams);
+    // An id too large for a double (it would come back as Infinity, which is no JSON) is refused.
+    EXPECT_TRUE(ask(R"({"jsonrpc":"2.0","id":1e400,"method":"eth_chainId"})").at("id").is_null());
     // The id comes back as sent.
     EXPECT_EQ(ask(R"({"jsonrpc":"2.0","id":"a","method":"eth_chainId"})").at("id"), "a");
 }
