@@ -190,6 +190,11 @@ struct Runner::Impl {
     // verification failure, and records the failure.
     void record_invalid(Client& c, const Planned& p, const std::string& reason, Message m = Message::kHeaders);
     void record_failure(Client& c, const Planned& p, const std::string& reason);
+    // A request of message `m` that got no reply: a timeout (counted lost), the session ended by the
+    // server's breach (kInvalid) or otherwise (kClosed, which clears session_alive); kNotSent when it
+    // was rejected before it was sent or the run is ending, which the caller hands back to the walk.
+    RequestOutcome failed(Client& c, const Planned& p, Message m, const p2p::RequestFailure& error,
+                          ProfileMeters* meters, bool& session_alive);
     void count_error(Client& c, const char* kind);
 };
 
@@ -476,6 +481,35 @@ void Runner::Impl::record_verdict(Client& c, const std::optional<VerdictEvent>& 
     }
 }
 
+RequestOutcome Runner::Impl::failed(Client& c, const Planned& p, Message m, const p2p::RequestFailure& error,
+                                    ProfileMeters* meters, bool& session_alive) {
+    if (error.kind == p2p::RequestFailure::Kind::kTimeout) {
+        {
+            std::lock_guard lock(c.shard->mu);
+            ++c.shard->profiles[c.profile].lost;
+            ++c.shard->profiles[c.profile].message(m).lost;
+        }
+        if (meters != nullptr) meters->lost->Increment();
+        count_error(c, "timeout");
+        record_failure(c, p, "no reply: " + error.message);
+        return RequestOutcome::kTimeout;
+    }
+    if (error.kind == p2p::RequestFailure::Kind::kRejected) {
+        count_error(c, "rejected");
+        return RequestOutcome::kNotSent;
+    }
+    session_alive = false;
+    if (closing.load()) return RequestOutcome::kNotSent;  // the end of the run: not an error
+    if (const auto& err = c.session->error(); err && p2p::is_misbehaviour(err->kind())) {
+        // The server broke the protocol with its reply (e.g. more items than asked for).
+        record_invalid(c, p, err->what(), m);
+        return RequestOutcome::kInvalid;
+    }
+    count_error(c, "closed");
+    spdlog::debug("Client {} ({}): session ended: {}", c.index, c.spec->name, error.message);
+    return RequestOutcome::kClosed;
+}
+
 asio::awaitable<bool> Runner::Impl::one_request(Client& c, Planned p, std::optional<Clock::time_point> intended) {
     if (p.history) co_return co_await one_history(c, std::move(p), intended);
     ProfileMeters* meters = cfg.metrics != nullptr ? &cfg.metrics->profile(c.profile) : nullptr;
@@ -521,35 +555,11 @@ asio::awaitable<bool> Runner::Impl::one_request(Client& c, Planned p, std::optio
         }
         // Done with the headers (the facts are copies): the next reply reuses the buffer.
         c.session->recycle(std::move(*result));
-    } else if (result.error().kind == p2p::RequestFailure::Kind::kTimeout) {
-        outcome = RequestOutcome::kTimeout;
-        {
-            std::lock_guard lock(c.shard->mu);
-            ++c.shard->profiles[c.profile].lost;
-            ++c.shard->profiles[c.profile].message(Message::kHeaders).lost;
-        }
-        if (meters != nullptr) meters->lost->Increment();
-        count_error(c, "timeout");
-        record_failure(c, p, "no reply: " + result.error().message);
-    } else if (result.error().kind == p2p::RequestFailure::Kind::kRejected) {
-        count_error(c, "rejected");
-        c.walk->done(p, RequestOutcome::kNotSent, nullptr);
-        co_return true;
     } else {
-        session_alive = false;
-        if (closing.load()) {  // the end of the run: not an error
+        outcome = failed(c, p, Message::kHeaders, result.error(), meters, session_alive);
+        if (outcome == RequestOutcome::kNotSent) {
             c.walk->done(p, RequestOutcome::kNotSent, nullptr);
-            co_return false;
-        }
-        const auto& err = c.session->error();
-        if (err && p2p::is_misbehaviour(err->kind())) {
-            // The server broke the protocol with its reply (e.g. more headers than asked for).
-            outcome = RequestOutcome::kInvalid;
-            record_invalid(c, p, err->what());
-        } else {
-            outcome = RequestOutcome::kClosed;
-            count_error(c, "closed");
-            spdlog::debug("Client {} ({}): session ended: {}", c.index, c.spec->name, result.error().message);
+            co_return session_alive;
         }
     }
 
@@ -617,35 +627,11 @@ asio::awaitable<bool> Runner::Impl::one_history(Client& c, Planned p, std::optio
             outcome = RequestOutcome::kInvalid;
             record_invalid(c, p, v.failure, m);
         }
-    } else if (result.error().kind == p2p::RequestFailure::Kind::kTimeout) {
-        outcome = RequestOutcome::kTimeout;
-        {
-            std::lock_guard lock(c.shard->mu);
-            ++c.shard->profiles[c.profile].lost;
-            ++c.shard->profiles[c.profile].message(m).lost;
-        }
-        if (meters != nullptr) meters->lost->Increment();
-        count_error(c, "timeout");
-        record_failure(c, p, "no reply: " + result.error().message);
-    } else if (result.error().kind == p2p::RequestFailure::Kind::kRejected) {
-        count_error(c, "rejected");
-        c.walk->done_history(p, RequestOutcome::kNotSent, nullptr);
-        co_return true;
     } else {
-        session_alive = false;
-        if (closing.load()) {
+        outcome = failed(c, p, m, result.error(), meters, session_alive);
+        if (outcome == RequestOutcome::kNotSent) {
             c.walk->done_history(p, RequestOutcome::kNotSent, nullptr);
-            co_return false;
-        }
-        const auto& err = c.session->error();
-        if (err && p2p::is_misbehaviour(err->kind())) {
-            // The server broke the protocol with its reply (e.g. more bodies than hashes asked).
-            outcome = RequestOutcome::kInvalid;
-            record_invalid(c, p, err->what(), m);
-        } else {
-            outcome = RequestOutcome::kClosed;
-            count_error(c, "closed");
-            spdlog::debug("Client {} ({}): session ended: {}", c.index, c.spec->name, result.error().message);
+            co_return session_alive;
         }
     }
 
