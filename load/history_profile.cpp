@@ -276,17 +276,26 @@ bool empty_reply(RequestOutcome o, const HistoryFacts* f) {
     return o == RequestOutcome::kGood && f->items == 0 && f->asked > 0;
 }
 
-// geth: the header phase as geth-skeleton; a body or receipt list that does not match its header
-// (errInvalidBody, errInvalidReceipt) drops the peer (queue.go deliver, fetchers_concurrent.go);
-// a timed-out request of 2 items or fewer drops it, of more sets its capacity to 0; an empty reply
-// marks the blocks lacking from that peer, a short one is taken and the rest asked again.
-class GethHistoryJudge final : public Judge {
+// A history judge whose header phase is judged as another profile's (geth-skeleton, nethermind).
+class HeaderPhaseAs : public Judge {
   public:
-    GethHistoryJudge() : headers_(make_judge(*find_profile("geth-skeleton"))) {}
+    explicit HeaderPhaseAs(const char* profile) : headers_(make_judge(*find_profile(profile))) {}
     std::optional<VerdictEvent> judge(const Planned& p, RequestOutcome o, const ReplyFacts* f,
                                       Clock::time_point now) override {
         return headers_->judge(p, o, f, now);
     }
+
+  private:
+    std::unique_ptr<Judge> headers_;
+};
+
+// geth: the header phase as geth-skeleton; a body or receipt list that does not match its header
+// (errInvalidBody, errInvalidReceipt) drops the peer (queue.go deliver, fetchers_concurrent.go);
+// a timed-out request of 2 items or fewer drops it, of more sets its capacity to 0; an empty reply
+// marks the blocks lacking from that peer, a short one is taken and the rest asked again.
+class GethHistoryJudge final : public HeaderPhaseAs {
+  public:
+    GethHistoryJudge() : HeaderPhaseAs("geth-skeleton") {}
     std::optional<VerdictEvent> judge_history(const Planned& p, RequestOutcome o, const HistoryFacts* f,
                                               Clock::time_point) override {
         const bool bodies = p.history->bodies();
@@ -298,21 +307,14 @@ class GethHistoryJudge final : public Judge {
         if (empty_reply(o, f)) return penalise("empty reply: blocks marked lacking");
         return std::nullopt;
     }
-
-  private:
-    std::unique_ptr<Judge> headers_;
 };
 
 // Nethermind: BodiesSyncFeed and ReceiptsSyncFeed report a body or receipt list that does not
 // match its header as a breach of protocol (disconnect); a reply that inserts nothing (empty) and
 // a timeout make the peer weak (it sleeps). The header phase as the nethermind profile.
-class NethermindHistoryJudge final : public Judge {
+class NethermindHistoryJudge final : public HeaderPhaseAs {
   public:
-    NethermindHistoryJudge() : headers_(make_judge(*find_profile("nethermind"))) {}
-    std::optional<VerdictEvent> judge(const Planned& p, RequestOutcome o, const ReplyFacts* f,
-                                      Clock::time_point now) override {
-        return headers_->judge(p, o, f, now);
-    }
+    NethermindHistoryJudge() : HeaderPhaseAs("nethermind") {}
     std::optional<VerdictEvent> judge_history(const Planned& p, RequestOutcome o, const HistoryFacts* f,
                                               Clock::time_point) override {
         if (o == RequestOutcome::kInvalid) {
@@ -325,9 +327,6 @@ class NethermindHistoryJudge final : public Judge {
         }
         return std::nullopt;
     }
-
-  private:
-    std::unique_ptr<Judge> headers_;
 };
 
 // Besu (PeerTaskExecutor, PeerReputation): a reply a task rejects is "useless" (5 within a minute
