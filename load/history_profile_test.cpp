@@ -15,6 +15,7 @@
 #include "core/block_body.hpp"
 #include "core/era1.hpp"
 #include "tests/data_dir.hpp"
+#include "tests/era_epoch.hpp"
 #include "tests/reference_chain.hpp"
 
 namespace headerd::load {
@@ -24,27 +25,7 @@ using namespace std::chrono_literals;
 using eth::MessageId;
 
 // An era1 epoch as a server holds it.
-struct Era {
-    Bytes file;
-    std::vector<Bytes> headers, bodies, receipts;
-    uint64_t start{0};
-
-    explicit Era(const std::string& name) : file(testing::read_file(testing::data_dir() + "/" + name)) {
-        auto archive = era1::Archive::parse(file);
-        EXPECT_TRUE(archive);
-        if (!archive) return;
-        start = archive->start_number();
-        for (size_t i = 0; i < archive->count(); ++i) {
-            Bytes h, b, r;
-            EXPECT_TRUE(archive->header(i, h) && archive->body(i, b) && archive->receipts(i, r));
-            headers.push_back(std::move(h));
-            bodies.push_back(std::move(b));
-            receipts.push_back(std::move(r));
-        }
-    }
-    uint64_t head() const { return start + headers.size() - 1; }
-    size_t at(uint64_t n) const { return static_cast<size_t>(n - start); }
-};
+using Era = testing::EraEpoch;
 
 const Era& mainnet_era() {
     static const Era e("mainnet-00000-5ec1ffb8.era1");

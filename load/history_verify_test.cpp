@@ -10,6 +10,7 @@
 #include "core/era1.hpp"
 #include "core/rlp.hpp"
 #include "tests/data_dir.hpp"
+#include "tests/era_epoch.hpp"
 #include "tests/reference_chain.hpp"
 
 namespace headerd::load {
@@ -19,28 +20,16 @@ using eth::MessageId;
 
 // The blocks of one era1 epoch, as a syncing client holds them: each header decoded, its body and
 // its receipt list (the consensus form, as era1 stores it) as served.
-struct Epoch {
-    Bytes file;
+struct Epoch : testing::EraEpoch {
     std::vector<std::shared_ptr<const HistoryBlock>> blocks;
-    std::vector<Bytes> bodies, receipts;
-    uint64_t start{0};
 
-    explicit Epoch(const std::string& name) : file(testing::read_file(testing::data_dir() + "/" + name)) {
-        auto archive = era1::Archive::parse(file);
-        EXPECT_TRUE(archive);
-        if (!archive) return;
-        start = archive->start_number();
-        for (size_t i = 0; i < archive->count(); ++i) {
-            Bytes h, b, r;
-            EXPECT_TRUE(archive->header(i, h) && archive->body(i, b) && archive->receipts(i, r));
+    explicit Epoch(const std::string& name) : EraEpoch(name) {
+        for (const Bytes& h : headers) {
             auto block = make_history_block(h);
             EXPECT_TRUE(block);
-            blocks.push_back(*block);
-            bodies.push_back(std::move(b));
-            receipts.push_back(std::move(r));
+            if (block) blocks.push_back(*block);
         }
     }
-    size_t at(uint64_t number) const { return static_cast<size_t>(number - start); }
     // The numbers of the first `n` blocks with a non-empty body (receipts: with receipts).
     std::vector<uint64_t> non_empty(size_t n, bool receipts_wanted) const {
         std::vector<uint64_t> out;

@@ -13,6 +13,7 @@
 #include "core/era1.hpp"
 #include "core/rlp.hpp"
 #include "tests/data_dir.hpp"
+#include "tests/era_epoch.hpp"
 #include "tests/reference_chain.hpp"
 
 namespace headerd::eth {
@@ -21,25 +22,14 @@ namespace {
 // Sepolia blocks 172032..180223 (real transactions and receipts) held in memory: the headers as a
 // HeaderSource, the bodies and receipt lists as a HistorySource that can leave blocks out or
 // report one damaged.
-struct Epoch {
-    Bytes file;
-    std::vector<Bytes> headers, bodies, receipts;
+struct Epoch : testing::EraEpoch {
     std::vector<Hash32> hashes;
     std::map<Hash32, uint64_t> numbers;
-    uint64_t start{0};
 
-    Epoch() : file(testing::read_file(testing::data_dir() + "/sepolia-00021-b8814b14.era1")) {
-        auto archive = era1::Archive::parse(file);
-        EXPECT_TRUE(archive);
-        start = archive->start_number();
-        for (size_t i = 0; i < archive->count(); ++i) {
-            Bytes h, b, r;
-            EXPECT_TRUE(archive->header(i, h) && archive->body(i, b) && archive->receipts(i, r));
-            hashes.push_back(header_hash(h));
+    Epoch() : EraEpoch("sepolia-00021-b8814b14.era1") {
+        for (size_t i = 0; i < headers.size(); ++i) {
+            hashes.push_back(header_hash(headers[i]));
             numbers.emplace(hashes.back(), start + i);
-            headers.push_back(std::move(h));
-            bodies.push_back(std::move(b));
-            receipts.push_back(std::move(r));
         }
     }
     size_t index(uint64_t number) const { return static_cast<size_t>(number - start); }
