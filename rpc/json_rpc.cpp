@@ -155,10 +155,12 @@ class Call {
         auto hash = headers_.canonical_hash(number);
         if (!hash) throw RpcFailure{kServerError, hash.error().message};
         if (!*hash) return std::nullopt;
-        return by_hash_of(**hash);
+        return by_hash_of(**hash, true);
     }
 
-    std::optional<Block> by_hash_of(const Hash32& hash) const {
+    // The block with this hash; `canonical` when the caller has just read it as canonical (one
+    // lookup fewer).
+    std::optional<Block> by_hash_of(const Hash32& hash, bool canonical = false) const {
         Block b;
         auto found = headers_.header_by_hash(hash, b.rlp);
         if (!found) throw RpcFailure{kServerError, found.error().message};
@@ -170,8 +172,11 @@ class Call {
         b.header = std::move(*header);
         b.number = b.header.number;
         b.hash = hash;
-        auto canonical_hash = headers_.canonical_hash(b.number);
-        b.canonical = canonical_hash && *canonical_hash && **canonical_hash == hash;
+        if (!canonical) {
+            auto canonical_hash = headers_.canonical_hash(b.number);
+            canonical = canonical_hash && *canonical_hash && **canonical_hash == hash;
+        }
+        b.canonical = canonical;
         return b;
     }
 
