@@ -57,15 +57,6 @@ std::string utc_at(double unix_seconds) {
     return ms == 0 || ms == 1000 ? fmt::format("{}Z", buf) : fmt::format("{}.{:03d}Z", buf, ms);
 }
 
-std::string utc_now() {
-    const std::time_t t = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
-
 double cpu_seconds() {
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
@@ -298,8 +289,8 @@ int cmd_load(int argc, char** argv) {
         cfg.clients, args->get_or("profile", "mix"),
         cfg.rate ? fmt::format("open loop at {:g} requests/s", *cfg.rate) : std::string("closed loop"),
         cfg.duration > load::Clock::duration::zero() ? fmt::format("{:g}s", *duration) : std::string("unbounded"));
-    const std::string started_at = utc_now();
     const double window_start = wall_seconds();
+    const std::string started_at = utc_at(std::floor(window_start));
     std::optional<load::ServerSnapshot> server_before;
     if (server_url) {
         // A server that cannot be read now fails at once, before the run (exit 1).
