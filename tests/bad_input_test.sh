@@ -116,6 +116,19 @@ expect_fail "export past the head" "head is block 8191" \
 expect_fail "unknown option" "unknown option --bogus" "$HEADERD" inspect --datadir "$D" --bogus
 expect_fail "bad number" "--count" "$HEADERD" generate --datadir "$WORK/g" --count 12x
 expect_fail "unknown command" "unknown command" "$HEADERD" frobnicate
+# serve --rpc and load's run options: refused before anything starts.
+expect_fail "an RPC address that is none" "--rpc" "$HEADERD" serve --datadir "$D" --rpc 127.0.0.1:http
+expect_fail "an RPC batch limit of 0" "--rpc.batch-limit 0: expected a positive number" \
+    "$HEADERD" serve --datadir "$D" --rpc 0 --rpc.batch-limit 0
+expect_fail "an RPC body limit that is no number" "--rpc.body-limit 5MB: expected a positive number" \
+    "$HEADERD" serve --datadir "$D" --rpc 0 --rpc.body-limit 5MB
+# The generator point G: a valid public key; nothing is dialled, the options are refused first.
+PEER=enode://79be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798483ada7726a3c4655da4fbfc0e1108a8fd17b448a68554199c47d08ffb10d4b8@127.0.0.1:9
+expect_fail "a run id with a space" "--run-id a b: expected 1 to 64 letters" "$HEADERD" load --peer "$PEER" --run-id "a b"
+expect_fail "a start in the past" "--start-at 2020-01-01T00:00:00Z: that was" \
+    "$HEADERD" load --peer "$PEER" --start-at 2020-01-01T00:00:00Z
+expect_fail "a start that is no time" "--start-at soon: expected a UTC time" "$HEADERD" load --peer "$PEER" --start-at soon
+expect_fail "a start more than a day away" "more than a day from now" "$HEADERD" load --peer "$PEER" --start-at +90000
 
 # 10. A read-only datadir (not meaningful as root, who may write anyway).
 if [ "$(id -u)" -ne 0 ]; then
