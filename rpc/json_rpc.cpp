@@ -269,14 +269,15 @@ std::optional<json::object> answer_one(const Call& call, const json::value& requ
         !method->is_string() || !id_ok) {
         return error_object(id_ok ? id_value : json::value(nullptr), kInvalidRequest, "invalid request");
     }
-    json::array params;
+    static const json::array kNoParams;
+    const json::array* params = &kNoParams;
     if (const auto* p = o->if_contains("params"); p != nullptr && !p->is_null()) {
         if (!p->is_array()) return error_object(id_value, kInvalidParams, "non-array args");
-        params = p->get_array();
+        params = &p->get_array();
     }
     json::object reply;
     try {
-        json::value result = call.run(std::string_view(method->get_string()), params);
+        json::value result = call.run(std::string_view(method->get_string()), *params);
         reply = json::object{{"jsonrpc", "2.0"}, {"id", id_value}, {"result", std::move(result)}};
     } catch (const RpcFailure& f) {
         reply = error_object(id_value, f.code, f.message);

@@ -127,7 +127,7 @@ async function sepolia(args, provider) {
   // Every block with its transactions, as raw JSON (for @ethereumjs/block) and through ethers.
   const raw = await batched(args.url, headers.map((h) => call('eth_getBlockByNumber', [qty(h.number), true])))
   let txs = 0
-  let withTxs = []
+  const withTxs = []
   for (let i = 0; i < headers.length; i++) {
     const h = headers[i]
     const json = raw[i]
