@@ -9,7 +9,15 @@
 #   headerd-entrypoint load [LOAD OPTION...]
 #       Waits for the serving node's enode file, then execs `headerd load --peer ENODE --clients
 #       16 --duration 0 --profile mix --metrics 0.0.0.0:6061` plus the given options: synthetic
-#       syncing clients against the headerd service until stopped (docker-compose.yml's client).
+#       syncing clients against the headerd service until stopped (docker-compose.yml's load).
+#       With HEADERD_LOAD_RUN_ID it adds --run-id. A finite run (HEADERD_LOAD_DURATION > 0) adds
+#       --json REPORTS/load-HOSTNAME.json and, unless HEADERD_LOAD_START_DELAY is 0, a start time
+#       shared by every replica through the file REPORTS/start-at (see shared_start below):
+#       --start-at T, so that `docker compose up --scale load=N` measures one window.
+#   headerd-entrypoint merge [REPORT OPTION...]
+#       Execs `headerd report --merge REPORTS/load-*.json --json REPORTS/merged.json --html
+#       REPORTS/merged.html` plus a --threshold for each word of HEADERD_REPORT_THRESHOLDS and the
+#       given options: the one report of the load replicas' finite run (docker-compose.yml's merge).
 #   headerd-entrypoint client
 #       Sends one `headerd get` to the serving node every HEADERD_CLIENT_INTERVAL seconds, from a
 #       random origin, forever: the older, lighter stand-in for `load` (no metrics endpoint).
@@ -28,7 +36,12 @@
 # enode file, which is the one the server listens on, 0.0.0.0), HEADERD_ENODE_WAIT (seconds to wait
 # for the enode file, 120).
 # For `load`: HEADERD_LOAD_CLIENTS (16), HEADERD_LOAD_DURATION (0: until stopped),
-# HEADERD_LOAD_PROFILE (mix), HEADERD_LOAD_METRICS (0.0.0.0:6061).
+# HEADERD_LOAD_PROFILE (mix), HEADERD_LOAD_METRICS (0.0.0.0:6061), HEADERD_LOAD_RUN_ID (unset: no
+# --run-id), HEADERD_LOAD_START_DELAY (seconds from the first replica's start to the shared start;
+# 10 for a finite run, 0 otherwise; 0: no shared start).
+# For `load` and `merge`: HEADERD_LOAD_REPORTS (/reports: the directory of the reports and of the
+# start-at file, a volume shared by the replicas and the merge).
+# For `merge`: HEADERD_REPORT_THRESHOLDS (unset; e.g. "verified errors==0 p99<50ms").
 # For `client`: HEADERD_CLIENT_AMOUNT (192), HEADERD_CLIENT_MAX_ORIGIN (8000),
 # HEADERD_CLIENT_INTERVAL (1).
 set -euo pipefail
@@ -71,16 +84,86 @@ peer_enode() {
     printf '%s\n' "${enode%@*}@$host:${enode##*:}"
 }
 
+# shared_start DIR DELAY FINITE: prints the Unix second at which this replica's measured window
+# begins, the same second for every replica that a `docker compose up --scale load=N` starts.
+# Under an exclusive lock of DIR/.start.lock (flock; the kernel releases it when its holder dies,
+# so a killed replica cannot leave it held), the replica reads DIR/start-at. A time still ahead was
+# written by a replica of the same start: it is joined. Anything else (no file, or the time of an
+# earlier run, now past) makes this replica the first: it writes now + DELAY, through a temporary
+# file renamed over DIR/start-at so that no reader sees half a number, and, when FINITE is 1, moves
+# the earlier run's reports (load-*.json, merged.*) into DIR/previous/, so that a merge takes this
+# run's reports alone. A replica that starts after the shared second has passed (a restart) begins
+# a window of its own; the merge of such reports says that their windows differ.
+shared_start() {
+    local dir=$1 delay=$2 finite=$3 file=$1/start-at now t earlier=()
+    exec 9>>"$dir/.start.lock" || die "cannot open $dir/.start.lock: is $dir writable?"
+    flock -w 60 9 || die "$dir/.start.lock: still locked after 60 s"
+    now=$(date +%s)
+    t=$(head -n 1 "$file" 2>/dev/null || true)
+    if [[ $t =~ ^[0-9]+$ ]] && [ "$t" -gt "$now" ]; then
+        log "load: joining the shared start $(date -u -d "@$t" +%FT%TZ) of $file, $((t - now)) s from now"
+    else
+        t=$((now + delay))
+        if [ "$finite" = 1 ]; then
+            mapfile -t earlier < <(cd "$dir" && compgen -G 'load-*.json'; compgen -G 'merged.*')
+            if [ ${#earlier[@]} -gt 0 ]; then
+                if ! { rm -rf "$dir/previous" && mkdir "$dir/previous" &&
+                    (cd "$dir" && mv -f -- "${earlier[@]}" previous/); }; then
+                    die "cannot move the earlier run's reports into $dir/previous"
+                fi
+                log "load: moved the earlier run's ${earlier[*]} to $dir/previous/"
+            fi
+        fi
+        { printf '%s\n' "$t" >"$file.$$" && mv -f "$file.$$" "$file"; } || die "cannot write $file"
+        log "load: first replica: shared start $(date -u -d "@$t" +%FT%TZ) ($delay s from now) written to $file"
+    fi
+    exec 9>&-
+    printf '%s\n' "$t"
+}
+
 load() {
     local clients=${HEADERD_LOAD_CLIENTS:-16} duration=${HEADERD_LOAD_DURATION:-0}
-    local profile=${HEADERD_LOAD_PROFILE:-mix} load_metrics=${HEADERD_LOAD_METRICS:-0.0.0.0:6061} peer
+    local profile=${HEADERD_LOAD_PROFILE:-mix} load_metrics=${HEADERD_LOAD_METRICS:-0.0.0.0:6061}
+    local run_id=${HEADERD_LOAD_RUN_ID:-} reports=${HEADERD_LOAD_REPORTS:-/reports}
+    local delay=${HEADERD_LOAD_START_DELAY:-} finite=0 peer start extra=() what
     for v in clients duration; do
         [[ ${!v} =~ ^[0-9]+$ ]] || die "HEADERD_LOAD_${v^^} must be a number, got '${!v}'"
     done
+    [ "$duration" -eq 0 ] || finite=1
+    # A finite run starts together by default; an endless one (the default service) at once.
+    [ -n "$delay" ] || delay=$((finite ? 10 : 0))
+    [[ $delay =~ ^[0-9]+$ ]] || die "HEADERD_LOAD_START_DELAY must be a number of seconds, got '$delay'"
     peer=$(peer_enode)
-    log "load: $clients clients, profile $profile, metrics on $load_metrics, against $peer"
+    what="$clients clients, profile $profile, $([ "$finite" = 1 ] && echo "$duration s" || echo 'until stopped')"
+    [ -z "$run_id" ] || { extra+=(--run-id "$run_id"); what+=", run $run_id"; }
+    if [ "$finite" = 1 ] || [ "$delay" -gt 0 ]; then
+        mkdir -p "$reports" || die "cannot make the reports directory $reports"
+    fi
+    if [ "$finite" = 1 ]; then
+        extra+=(--json "$reports/load-$HOSTNAME.json")
+        what+=", report $reports/load-$HOSTNAME.json"
+    fi
+    if [ "$delay" -gt 0 ]; then
+        start=$(shared_start "$reports" "$delay" "$finite") || exit 1
+        extra+=(--start-at "$start")
+        what+=", start at $start"
+    fi
+    log "load: $what; metrics on $load_metrics, against $peer"
     exec "$headerd" load --peer "$peer" --clients "$clients" --duration "$duration" \
-        --profile "$profile" --metrics "$load_metrics" "$@"
+        --profile "$profile" --metrics "$load_metrics" "${extra[@]}" "$@"
+}
+
+# merge: one report of the finite run's replica reports (docker-compose.yml's merge service).
+merge() {
+    local dir=${HEADERD_LOAD_REPORTS:-/reports} reports=() thresholds=() args=() t
+    mapfile -t reports < <(compgen -G "$dir/load-*.json" | sort)
+    [ ${#reports[@]} -gt 0 ] ||
+        die "no load reports in $dir (load-*.json): the load service writes them in a finite run (HEADERD_LOAD_DURATION > 0)"
+    read -r -a thresholds <<<"${HEADERD_REPORT_THRESHOLDS:-}"
+    for t in "${thresholds[@]}"; do args+=(--threshold "$t"); done
+    log "merge: ${#reports[@]} reports (${reports[*]##*/}) into $dir/merged.json and $dir/merged.html"
+    exec "$headerd" report --merge "${reports[@]}" --json "$dir/merged.json" --html "$dir/merged.html" \
+        "${args[@]}" "$@"
 }
 
 client() {
@@ -106,6 +189,7 @@ client() {
 case ${1:-serve} in
     healthcheck) shift; healthcheck "$@" ;;
     load) shift; load "$@" ;;
+    merge) shift; merge "$@" ;;
     client) client ;;
     serve | -*)
         [ "${1:-}" != serve ] || shift
