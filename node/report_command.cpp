@@ -68,7 +68,7 @@ int refuse(const std::string& message) {
 }
 
 // `report --merge FILE...`: the reports of one run's generators merged into one.
-int merge_command(const Args& args) {
+int merge_command(const Args& args, int argc, char** argv) {
     const auto& files = args.positional();
     if (files.empty()) {
         spdlog::error("report --merge: name the JSON reports to merge (headerd load --json of each generator)");
@@ -91,18 +91,8 @@ int merge_command(const Args& args) {
         if (!r) return refuse(r.error().message);
         inputs.push_back(std::move(*r));
     }
-    std::vector<std::string> command{"headerd", "report", "--merge"};
-    for (const auto& f : files) command.push_back(f);
-    for (const char* o : {"json", "html"}) {
-        if (auto v = args.get(o)) {
-            command.push_back(fmt::format("--{}", o));
-            command.push_back(*v);
-        }
-    }
-    for (const auto& t : args.get_all("threshold")) {
-        command.push_back("--threshold");
-        command.push_back(t);
-    }
+    std::vector<std::string> command{"headerd", "report"};
+    for (int i = 0; i < argc; ++i) command.emplace_back(argv[i]);
     auto merged = load::merge_reports(inputs, std::move(command), {kVersion, kCommit, host_name()});
     if (!merged) return refuse(merged.error().message);
     for (const auto& w : merged->warnings) spdlog::warn("{}", w);
@@ -153,7 +143,7 @@ int cmd_report(int argc, char** argv) {
           false},
          {"html", "FILE", "the page to write, whole or not at all; - for standard output", "", false},
          {"merge", "",
-          "merge the JSON reports named after the options (one run's generators: same chain, server, protocol and "
+          "merge the JSON reports given as arguments (one run's generators: same chain, server, protocol and "
           "run id); exit 1 when a threshold fails, 2 when the reports are not of one run",
           "", false},
          {"threshold", "EXPR",
@@ -165,7 +155,7 @@ int cmd_report(int argc, char** argv) {
     int code = 0;
     auto args = start(spec, argc, argv, &code);
     if (!args) return code;
-    if (args->has("merge")) return merge_command(*args);
+    if (args->has("merge")) return merge_command(*args, argc, argv);
     if (!args->positional().empty() || args->has("threshold")) {
         spdlog::error("report: files to merge and --threshold need --merge");
         return kExitUsage;
