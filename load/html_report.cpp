@@ -923,6 +923,50 @@ void thresholds_section(std::string& out, const json::object& report) {
     out += "</section>\n";
 }
 
+// A merged report (report --merge): the generators it merges, and what the merge warned of.
+void merge_section(std::string& out, const json::object& report) {
+    const json::object* merge = object_at(&report, "merge");
+    if (merge == nullptr) return;
+    const json::array* inputs = array_at(merge, "inputs");
+    put(out, "<section>\n<h2>Generators merged: {}</h2>\n", inputs != nullptr ? inputs->size() : 0);
+    if (const json::array* warnings = array_at(merge, "warnings")) {
+        for (const json::value& w : *warnings) {
+            if (w.is_string()) put(out, "<p class=\"fail\">{}</p>\n", esc(w.get_string()));
+        }
+    }
+    if (inputs == nullptr || inputs->empty()) {
+        no_data(out, "the merge lists no inputs");
+        out += "</section>\n";
+        return;
+    }
+    out +=
+        "<div class=\"table-wrap\"><table>\n<thead><tr><th class=\"text\">report</th><th class=\"text\">host</th>"
+        "<th class=\"text\">started</th><th>window s</th><th>clients</th><th>requests</th><th>headers</th>"
+        "<th>verified</th></tr></thead>\n<tbody>\n";
+    for (const json::value& v : *inputs) {
+        const json::object* in = v.if_object();
+        const json::object* window = object_at(in, "window");
+        const auto start = number_at(window, "start_unix");
+        const auto end = number_at(window, "end_unix");
+        const auto ok = bool_at(in, "verified");
+        put(out,
+            "<tr><td class=\"text mono\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td>"
+            "<td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td></tr>\n",
+            esc(string_at(in, "file").value_or("-")), esc(string_at(in, "host").value_or("-")),
+            esc(string_at(in, "started_at").value_or("-")),
+            start && end ? fmt::format("{:.1f}", *end - *start) : std::string("-"),
+            count_text(number_at(in, "clients")), count_text(number_at(in, "requests")),
+            count_text(number_at(in, "headers")), ok ? (*ok ? "pass" : "fail") : "", ok ? (*ok ? "yes" : "no") : "-");
+    }
+    out += "</tbody></table></div>\n";
+    if (const json::object* windows = object_at(merge, "windows")) {
+        put(out, "<p>Starts {} s apart, ends {} s apart; every generator ran for {} s of the window.</p>\n",
+            count_text(number_at(windows, "start_spread_s")), count_text(number_at(windows, "end_spread_s")),
+            count_text(number_at(windows, "overlap_s")));
+    }
+    out += "</section>\n";
+}
+
 void definition(std::string& out, std::string_view term, const std::string& html_value) {
     put(out, "<dt>{}</dt><dd>{}</dd>\n", esc(term), html_value);
 }
@@ -1271,6 +1315,7 @@ std::string render_html_report(const boost::json::object& report) {
     put(out, "<p class=\"sub\">{}</p>\n</header>\n", sub);
 
     verdict_banner(out, report);
+    merge_section(out, report);
     run_section(out, report);
     timeline_charts(out, report);
     histogram_charts(out, report);

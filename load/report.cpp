@@ -52,12 +52,18 @@ json::array histogram_json(const metrics::LatencyHistogram& h) {
     return out;
 }
 
+json::object full_histogram_json(const metrics::LatencyHistogram& h) { return histogram_to_json(h.snapshot()); }
+
 // One request message's figures: headers, bodies or receipt lists.
 json::object message_json(const MessageStats& m, Message which) {
-    json::object o{{"requests", m.requests},   {"replies", m.replies},
-                   {"items", m.items},         {"bytes", m.bytes},
-                   {"lost", m.lost},           {"verification_failures", m.verification_failures},
-                   {"rtt_ms", rtt_json(m.rtt)}};
+    json::object o{{"requests", m.requests},
+                   {"replies", m.replies},
+                   {"items", m.items},
+                   {"bytes", m.bytes},
+                   {"lost", m.lost},
+                   {"verification_failures", m.verification_failures},
+                   {"rtt_ms", rtt_json(m.rtt)},
+                   {"rtt_histogram", full_histogram_json(m.rtt)}};
     if (which == Message::kBodies) o["transactions"] = m.receipts;
     if (which == Message::kReceipts) o["receipts"] = m.receipts;
     if (which != Message::kHeaders) {
@@ -80,6 +86,7 @@ json::object stats_json(const ProfileStats& s) {
     o["errors"] = errors_json(s);
     o["verification_failures"] = s.verification_failures;
     o["rtt_ms"] = rtt_json(s.rtt);
+    o["rtt_histogram"] = full_histogram_json(s.rtt);
     json::object messages;
     for (size_t i = 0; i < kMessages; ++i) {
         messages[kMessageNames[i]] = message_json(s.messages[i], static_cast<Message>(i));
@@ -152,6 +159,59 @@ const std::vector<double>& report_bucket_bounds_ms() {
         return v;
     }();
     return b;
+}
+
+json::object histogram_to_json(const metrics::LatencyHistogram::Snapshot& s) {
+    json::array buckets;
+    uint64_t count = 0;
+    for (const auto& [index, n] : s.buckets) {
+        buckets.push_back(json::array{index, n});
+        count += n;
+    }
+    return {{"count", count}, {"min_ns", s.min}, {"max_ns", s.max}, {"sum_ns", s.sum}, {"buckets", std::move(buckets)}};
+}
+
+Outcome<metrics::LatencyHistogram> histogram_from_json(const json::value& v) {
+    const auto* o = v.if_object();
+    if (o == nullptr) return make_error("not an object");
+    const auto u64 = [](const json::value* x) -> std::optional<uint64_t> {
+        if (x == nullptr) return std::nullopt;
+        if (x->is_uint64()) return x->get_uint64();
+        if (x->is_int64() && x->get_int64() >= 0) return static_cast<uint64_t>(x->get_int64());
+        return std::nullopt;
+    };
+    metrics::LatencyHistogram::Snapshot s;
+    const auto min = u64(o->if_contains("min_ns"));
+    const auto max = u64(o->if_contains("max_ns"));
+    const auto count = u64(o->if_contains("count"));
+    const auto* sum = o->if_contains("sum_ns");
+    const auto* buckets = o->if_contains("buckets");
+    if (!min || !max || !count || sum == nullptr || !sum->is_number() || buckets == nullptr || !buckets->is_array()) {
+        return make_error("needs count, min_ns, max_ns, sum_ns (numbers) and buckets (an array)");
+    }
+    s.min = *min;
+    s.max = *max;
+    s.sum = sum->to_number<double>();
+    for (const auto& b : buckets->get_array()) {
+        const auto* pair = b.if_array();
+        const auto index = pair != nullptr && pair->size() == 2 ? u64(&(*pair)[0]) : std::nullopt;
+        const auto n = pair != nullptr && pair->size() == 2 ? u64(&(*pair)[1]) : std::nullopt;
+        if (!index || !n || *index > UINT32_MAX) return make_error("a bucket is not [index, count]");
+        s.buckets.emplace_back(static_cast<uint32_t>(*index), *n);
+    }
+    std::string why;
+    auto h = metrics::LatencyHistogram::restore(s, &why);
+    if (!h) return make_error(why);
+    if (h->count() != *count) return make_error(fmt::format("count {} is not the buckets' sum {}", *count, h->count()));
+    return std::move(*h);
+}
+
+json::object histogram_scheme_json() {
+    return {{"kind", "log-linear"},
+            {"unit", "ns"},
+            {"sub_bits", metrics::LatencyHistogram::kSubBits},
+            {"max_shift", metrics::LatencyHistogram::kMaxShift},
+            {"relative_error", 1.0 / (1 << (metrics::LatencyHistogram::kSubBits - 1))}};
 }
 
 bool verified(const RunResult& r) {
@@ -260,6 +320,9 @@ json::object build_report(const RunResult& r, const ReportContext& ctx,
     for (const auto& a : ctx.command) command.push_back(json::string(a));
     o["command"] = command;
     o["started_at"] = ctx.started_at;
+    o["generator"] = json::object{
+        {"headerd_version", ctx.generator.version}, {"commit", ctx.generator.commit}, {"host", ctx.generator.host}};
+    o["histogram_scheme"] = histogram_scheme_json();
     o["run_id"] = ctx.run_id.empty() ? json::value(nullptr) : json::value(ctx.run_id);
     o["start_at"] = ctx.start_at ? json::value(*ctx.start_at) : json::value(nullptr);
     o["window"] = json::object{{"start_unix", std::round(ctx.window.start * 1000) / 1000},
@@ -285,6 +348,7 @@ json::object build_report(const RunResult& r, const ReportContext& ctx,
     } else {
         o["server"] = nullptr;
     }
+    o["protocol"] = json::object{{"eth", ctx.eth ? json::value(*ctx.eth) : json::value(nullptr)}};
     o["reference"] = ctx.reference ? json::value(*ctx.reference) : json::value(nullptr);
     json::object connect_errors;
     for (const auto& [reason, n] : r.connect_errors) connect_errors[reason] = n;
@@ -324,7 +388,8 @@ json::object build_report(const RunResult& r, const ReportContext& ctx,
                                         {"bytes", p.bytes},
                                         {"errors", p.errors},
                                         {"p50_ms", p.replies > 0 ? json::value(p.p50_ms) : json::value(nullptr)},
-                                        {"p99_ms", p.replies > 0 ? json::value(p.p99_ms) : json::value(nullptr)}});
+                                        {"p99_ms", p.replies > 0 ? json::value(p.p99_ms) : json::value(nullptr)},
+                                        {"rtt_histogram", histogram_to_json(p.rtt)}});
     }
     o["timeline"] = timeline;
     json::array failures;

@@ -33,6 +33,13 @@ struct ReportContext {
     std::optional<double> load_cpu_seconds;             // this process's CPU time during the run
     uint64_t network_id{0};
     Hash32 genesis{};
+    std::optional<uint64_t> eth;  // load --eth: the one version offered; nullopt: each profile's own
+    // Who wrote the report: headerd's version and commit, and the host it ran on.
+    struct Generator {
+        std::string version;
+        std::string commit;
+        std::string host;
+    } generator;
 };
 
 // A threshold: "p99<50ms", "errors==0", "verified", optionally per profile "besu.p99<100ms".
@@ -65,5 +72,14 @@ std::string summary_table(const RunResult& r);
 
 // Histogram bucket bounds of the JSON report (ms): 1-2-5 per decade, 0.05 ms to 60 s.
 const std::vector<double>& report_bucket_bounds_ms();
+
+// A histogram at full resolution, as the report keeps it ("rtt_histogram", docs/load-report.md):
+// {"min_ns", "max_ns", "sum_ns", "count", "buckets": [[index, count], ...]}, and back.
+boost::json::object histogram_to_json(const metrics::LatencyHistogram::Snapshot& s);
+Outcome<metrics::LatencyHistogram> histogram_from_json(const boost::json::value& v);
+
+// The histogram scheme of this build ("histogram_scheme" in the report): reports whose scheme
+// differs cannot be merged bucket by bucket.
+boost::json::object histogram_scheme_json();
 
 }  // namespace headerd::load

@@ -65,9 +65,9 @@ RunResult clean_run() {
     for (int i = 0; i < 100; ++i) reth.rtt.record(ns(2));
     reth.rtt.record(ns(90'000));
 
-    r.timeline = {TimelinePoint{1, 7, 160, 160, 70'000, 37'800'000, 0, 50.5, 200.1},
-                  TimelinePoint{2, 7, 161, 161, 70'100, 37'854'000, 0, 50.4, 199.9},
-                  TimelinePoint{3, 7, 0, 0, 0, 0, 0, 0, 0}};  // a second without replies
+    r.timeline = {TimelinePoint{1, 7, 160, 160, 70'000, 37'800'000, 0, 50.5, 200.1, 0, 0, {}},
+                  TimelinePoint{2, 7, 161, 161, 70'100, 37'854'000, 0, 50.4, 199.9, 0, 0, {}},
+                  TimelinePoint{3, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, {}}};  // a second without replies
     r.connect_attempts = 8;
     r.connect_failures = 1;
     r.connect_errors = {{"connect: Connection refused", 1}};
@@ -610,7 +610,7 @@ TEST(LoadReport, BodiesAndReceiptsAreReportedPerMessage) {
     f.reason = "receipt list 1 (block 172120): receipts do not match the header's receipts root";
     r.failures.push_back(f);
     r.failures_seen = 1;
-    r.timeline = {TimelinePoint{1, 1, 70, 70, 5120, 3'000'000, 0, 1, 50, 4000, 1000}};
+    r.timeline = {TimelinePoint{1, 1, 70, 70, 5120, 3'000'000, 0, 1, 50, 4000, 1000, {}}};
 
     const auto thresholds =
         check_thresholds(r, {*parse_threshold("bodies_p99<10ms"), *parse_threshold("geth-history.receipts_p99<10ms"),

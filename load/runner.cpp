@@ -153,6 +153,8 @@ struct Runner::Impl {
     std::atomic<int64_t> clients_up_max{0};
     std::atomic<int64_t> handshakes{0};
     std::atomic<size_t> clients_done{0};
+    size_t samples_per_shard{0};  // cfg.max_samples over the shards
+    std::atomic<bool> samples_truncated{false};
     Clock::time_point start;
     std::mutex server_mu;
     std::optional<ServerInfo> server;
@@ -186,6 +188,8 @@ struct Runner::Impl {
     // Counts a reply, good or not, that took `rtt`: replies, headers, header bytes and the RTT, in
     // the profile's stats, the second's and the metrics.
     void record_reply(Client& c, std::span<const ByteView> headers, Clock::duration rtt);
+    // Keeps a reply's RTT for RunResult::samples (LoadConfig::max_samples); under the shard's lock.
+    void keep_sample(Client& c, Message m, std::chrono::nanoseconds rtt);
     // Counts a reply that failed verification, or a protocol breach the session saw in one, as a
     // verification failure, and records the failure.
     void record_invalid(Client& c, const Planned& p, const std::string& reason, Message m = Message::kHeaders);
@@ -249,6 +253,14 @@ void Runner::Impl::count_request(Client& c, Message m) {
     if (cfg.metrics != nullptr) cfg.metrics->profile(c.profile).requests->Increment();
 }
 
+void Runner::Impl::keep_sample(Client& c, Message m, std::chrono::nanoseconds rtt) {
+    if (c.shard->samples.size() >= samples_per_shard) {
+        if (cfg.max_samples > 0) samples_truncated.store(true);
+        return;
+    }
+    c.shard->samples.push_back(RttSample{static_cast<uint32_t>(c.profile), m, static_cast<uint64_t>(rtt.count())});
+}
+
 void Runner::Impl::record_reply(Client& c, std::span<const ByteView> headers, Clock::duration rtt) {
     uint64_t bytes = 0;
     for (ByteView h : headers) bytes += h.size();
@@ -270,6 +282,7 @@ void Runner::Impl::record_reply(Client& c, std::span<const ByteView> headers, Cl
         m.items += headers.size();
         m.bytes += bytes;
         m.rtt.record(nanos);
+        keep_sample(c, Message::kHeaders, nanos);
     }
     if (cfg.metrics != nullptr) {
         ProfileMeters& meters = cfg.metrics->profile(c.profile);
@@ -342,6 +355,7 @@ asio::awaitable<bool> Runner::Impl::connect(Client& c) {
         c.local.key = &*c.key;
         p2p::ClientOptions options;
         options.limits = cfg.limits;
+        options.bind = cfg.bind;
         options.max_in_flight = std::max<size_t>(16, cfg.depth.value_or(c.spec->depth));
         options.drop_on_stale = false;
         // With a reference chain every header is compared byte for byte, which decoding adds nothing to.
@@ -611,6 +625,7 @@ asio::awaitable<bool> Runner::Impl::one_history(Client& c, Planned p, std::optio
             ms.items += result->items.size();
             ms.bytes += bytes;
             ms.rtt.record(nanos);
+            keep_sample(c, m, nanos);
             if (v.ok()) {
                 ms.receipts += v.facts->receipts;
                 if (v.facts->items == 0 && !ask.blocks.empty()) ++ms.empty;
@@ -742,6 +757,7 @@ RunResult Runner::run(const std::function<void(const StatusLine&)>& on_second) {
         shard->profiles.resize(m.specs.size());
         m.shards.push_back(std::move(shard));
     }
+    m.samples_per_shard = cfg.max_samples / m.shards.size();
     m.start = Clock::now() + 50ms;
 
     // Clients: fan-out groups (Erigon) share one walk and one worker.
@@ -825,6 +841,7 @@ RunResult Runner::run(const std::function<void(const StatusLine&)>& on_second) {
             p.errors = s.errors;
             p.p50_ms = to_ms(s.rtt.quantile(0.5));
             p.p99_ms = to_ms(s.rtt.quantile(0.99));
+            p.rtt = s.rtt.snapshot();
             errors_total += s.errors;
             out.timeline.push_back(p);
             if (on_second) {
@@ -870,7 +887,9 @@ RunResult Runner::run(const std::function<void(const StatusLine&)>& on_second) {
     out.profiles.resize(m.specs.size());
     for (auto& s : m.shards) {
         for (size_t i = 0; i < m.specs.size(); ++i) out.profiles[i].merge(s->profiles[i]);
+        out.samples.insert(out.samples.end(), s->samples.begin(), s->samples.end());
     }
+    out.samples_truncated = m.samples_truncated.load();
     out.profile_specs = m.specs;
     out.connect_errors = m.connect_errors;
     out.clients_connected_max = static_cast<uint64_t>(m.clients_up_max.load());

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/asio/ip/address.hpp>
+
 #include "core/chain_config.hpp"
 #include "load/load_metrics.hpp"
 #include "load/profile.hpp"
@@ -56,6 +58,10 @@ struct LoadConfig {
     // as in every headerd process; nullptr: off.
     const p2p::NetMetrics* net_metrics{nullptr};
     size_t max_failures{100};  // failures kept with their reasons
+    // Every reply's RTT kept as a sample (RunResult::samples), up to this many; 0: none kept.
+    size_t max_samples{0};
+    // The local address the clients connect from (load --bind); unset: the system's choice.
+    std::optional<boost::asio::ip::address> bind;
 };
 
 // What the server said about itself (the first client's session).
@@ -83,6 +89,10 @@ struct RunResult {
     std::optional<ServerInfo> server;
     double seconds{0};  // from the first client's start to the end of the counted window
     bool interrupted{false};
+    // With LoadConfig::max_samples: every reply's RTT (the replies the histograms count), unless
+    // more came than were kept.
+    std::vector<RttSample> samples;
+    bool samples_truncated{false};
 };
 
 // Live figures for the status line, once a second.

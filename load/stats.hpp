@@ -94,8 +94,16 @@ struct FailureRecord {
     std::string reason;
 };
 
+// One reply's round-trip time, as `load --rtt-log` writes it down.
+struct RttSample {
+    uint32_t profile{0};  // index into RunResult::profile_specs
+    Message message{Message::kHeaders};
+    uint64_t nanos{0};
+};
+
 struct Shard {
     std::mutex mu;
+    std::vector<RttSample> samples;      // LoadConfig::max_samples > 0 only
     std::vector<ProfileStats> profiles;  // indexed like profiles()
     IntervalStats interval;
     std::vector<FailureRecord> failures;
@@ -117,6 +125,7 @@ struct TimelinePoint {
     double p99_ms{0};
     uint64_t bodies{0};
     uint64_t receipt_lists{0};
+    metrics::LatencyHistogram::Snapshot rtt;  // the second's replies, whole (what p50_ms and p99_ms come from)
 };
 
 inline double to_ms(uint64_t nanos) { return static_cast<double>(nanos) / 1e6; }

@@ -4,6 +4,8 @@
 #include <bit>
 #include <cmath>
 
+#include <fmt/format.h>
+
 namespace headerd::metrics {
 
 namespace {
@@ -70,6 +72,48 @@ std::vector<uint64_t> LatencyHistogram::counts_at(const std::vector<uint64_t>& b
         out[b] += counts_[i];
     }
     return out;
+}
+
+LatencyHistogram::Snapshot LatencyHistogram::snapshot() const {
+    Snapshot s;
+    for (size_t i = 0; i < kBuckets; ++i) {
+        if (counts_[i] != 0) s.buckets.emplace_back(static_cast<uint32_t>(i), counts_[i]);
+    }
+    s.min = min();
+    s.max = max_;
+    s.sum = sum_;
+    return s;
+}
+
+std::optional<LatencyHistogram> LatencyHistogram::restore(const Snapshot& s, std::string* why) {
+    const auto bad = [why](std::string text) {
+        if (why != nullptr) *why = std::move(text);
+        return std::nullopt;
+    };
+    LatencyHistogram h;
+    size_t next = 0;  // the lowest index the next bucket may have
+    for (const auto& [index, count] : s.buckets) {
+        if (index >= kBuckets) return bad(fmt::format("bucket {} is out of range (0..{})", index, kBuckets - 1));
+        if (index < next) return bad(fmt::format("bucket {} is out of order", index));
+        if (count == 0) return bad(fmt::format("bucket {} has no count", index));
+        if (h.count_ + count < h.count_) return bad("the counts overflow");
+        h.counts_[index] = count;
+        h.count_ += count;
+        next = index + size_t{1};
+    }
+    if (h.count_ == 0) {
+        if (s.min != 0 || s.max != 0 || s.sum != 0) return bad("an empty histogram has a min, max or sum");
+        return h;
+    }
+    if (index_of(s.min) != s.buckets.front().first)
+        return bad(fmt::format("min {} is not in the lowest bucket", s.min));
+    if (index_of(s.max) != s.buckets.back().first)
+        return bad(fmt::format("max {} is not in the highest bucket", s.max));
+    if (!std::isfinite(s.sum) || s.sum < 0) return bad("the sum is not a number of nanoseconds");
+    h.min_ = s.min;
+    h.max_ = s.max;
+    h.sum_ = s.sum;
+    return h;
 }
 
 }  // namespace headerd::metrics

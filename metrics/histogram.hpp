@@ -11,6 +11,9 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace headerd::metrics {
@@ -38,6 +41,20 @@ class LatencyHistogram {
     // result[i] counts values in (bounds[i-1], bounds[i]], to the histogram's precision (a value
     // up to 1/64 above a bound may count under it); the last bound takes everything above.
     std::vector<uint64_t> counts_at(const std::vector<uint64_t>& bounds) const;
+
+    // Everything the histogram holds, in a form to write down and read back (load --json, report
+    // --merge): the non-empty buckets by index and the exact figures. A histogram restored from its
+    // snapshot equals it, so histograms of several processes merge exactly as in one process.
+    struct Snapshot {
+        std::vector<std::pair<uint32_t, uint64_t>> buckets;  // (index, count): ascending, counts > 0
+        uint64_t min{0};                                     // 0 when empty
+        uint64_t max{0};
+        double sum{0};  // of the values, nanoseconds
+    };
+    Snapshot snapshot() const;
+    // The histogram of `s`, or why `s` is not a histogram's snapshot: an index out of range or out
+    // of order, a zero count, min or max outside the lowest or highest bucket.
+    static std::optional<LatencyHistogram> restore(const Snapshot& s, std::string* why = nullptr);
 
     static size_t index_of(uint64_t nanos) noexcept;
     // The largest value counted in bucket `index`.

@@ -73,5 +73,68 @@ TEST(LatencyHistogram, EmptyAndCountsAtBounds) {
     EXPECT_EQ(c, (std::vector<uint64_t>{1, 1, 1}));  // the last bound takes what is above it
 }
 
+TEST(LatencyHistogram, SnapshotRestoresExactlyAndMergesAsOne) {
+    // Three processes' histograms, written down and read back, merge into what one histogram of
+    // every value holds: the same buckets, count, min, max and sum, so the same quantiles.
+    std::mt19937_64 rng(11);
+    std::lognormal_distribution<double> dist(13.0, 1.2);
+    LatencyHistogram parts[3];
+    LatencyHistogram all;
+    for (int i = 0; i < 30000; ++i) {
+        const auto v = static_cast<uint64_t>(dist(rng));
+        parts[i % 3].record(v);
+        all.record(v);
+    }
+    LatencyHistogram merged;
+    for (const auto& p : parts) {
+        std::string why;
+        const auto back = LatencyHistogram::restore(p.snapshot(), &why);
+        ASSERT_TRUE(back) << why;
+        merged.merge(*back);
+    }
+    const auto a = merged.snapshot();
+    const auto b = all.snapshot();
+    EXPECT_EQ(a.buckets, b.buckets);
+    EXPECT_EQ(a.min, b.min);
+    EXPECT_EQ(a.max, b.max);
+    EXPECT_DOUBLE_EQ(a.sum, b.sum);
+    for (double q : {0.5, 0.9, 0.99, 0.999}) EXPECT_EQ(merged.quantile(q), all.quantile(q));
+
+    const auto empty = LatencyHistogram::restore(LatencyHistogram{}.snapshot());
+    ASSERT_TRUE(empty);
+    EXPECT_EQ(empty->count(), 0u);
+}
+
+TEST(LatencyHistogram, RestoreRefusesWhatNoHistogramHolds) {
+    LatencyHistogram h;
+    h.record(1000);
+    h.record(250'000);
+    const auto good = h.snapshot();
+    const auto refused = [](const LatencyHistogram::Snapshot& s) {
+        std::string why;
+        const bool ok = LatencyHistogram::restore(s, &why).has_value();
+        EXPECT_FALSE(why.empty());
+        return !ok;
+    };
+    auto s = good;
+    s.buckets.back().first = static_cast<uint32_t>(LatencyHistogram::kBuckets);
+    EXPECT_TRUE(refused(s));  // out of range
+    s = good;
+    std::swap(s.buckets.front(), s.buckets.back());
+    EXPECT_TRUE(refused(s));  // out of order
+    s = good;
+    s.buckets.front().second = 0;
+    EXPECT_TRUE(refused(s));  // no count
+    s = good;
+    s.max = 5'000'000;
+    EXPECT_TRUE(refused(s));  // max beyond the highest bucket
+    s = good;
+    s.min = 0;
+    EXPECT_TRUE(refused(s));  // min below the lowest bucket
+    s = LatencyHistogram{}.snapshot();
+    s.max = 7;
+    EXPECT_TRUE(refused(s));  // an empty histogram with a max
+}
+
 }  // namespace
 }  // namespace headerd::metrics

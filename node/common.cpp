@@ -1,5 +1,7 @@
 #include "node/common.hpp"
 
+#include <unistd.h>
+
 #include <sys/resource.h>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +28,12 @@ thread_local CommandSpec* describing = nullptr;
 
 OptionSpec datadir_option() { return {"datadir", "DIR", "data directory (chaindata/, nodekey, enode)", "", true}; }
 OptionSpec verbosity_option() { return {"verbosity", "N", "log level: 0 silent .. 3 info .. 5 trace", "3", false}; }
+
+std::string host_name() {
+    char name[256] = {};
+    if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "unknown";
+    return name;
+}
 
 int fail(const std::string& message) {
     spdlog::error("{}", message);

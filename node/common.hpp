@@ -35,6 +35,9 @@ OptionSpec verbosity_option();
 // What start() adds to every command's options (they show in --help): --config FILE and --log.json.
 CommandSpec with_common_options(CommandSpec spec);
 
+// This machine's host name (gethostname), "unknown" if it has none.
+std::string host_name();
+
 // Logs the message as an error; returns kExitFailure.
 int fail(const std::string& message);
 

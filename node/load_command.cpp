@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include <fmt/format.h>
@@ -72,6 +73,9 @@ std::string human_bytes(double b) {
 
 }  // namespace
 
+// load --rtt-log keeps at most this many samples (16 bytes each).
+constexpr size_t kMaxRttSamples = 20'000'000;
+
 int cmd_load(int argc, char** argv) {
     const CommandSpec spec{
         "load",
@@ -79,7 +83,7 @@ int cmd_load(int argc, char** argv) {
         "--peer ENODE [--peer ENODE ...] [--clients N] [--duration S | --requests K] [--profile NAME[:WEIGHT],...] "
         "[--rate R] [--ramp S] [--depth D] [--eth V] [--chain FILE|DATADIR ...] [--threshold EXPR ...] "
         "[--json FILE] [--html FILE] [--metrics HOST:PORT] [--server-metrics URL] [--seed S] [--run-id ID] "
-        "[--start-at TIME]",
+        "[--start-at TIME] [--bind ADDR] [--rtt-log FILE]",
         {{"peer", "ENODE", "server to load (enode://...@HOST:PORT); clients are spread over all given", "", true, true},
          {"clients", "N", "synthetic clients, each its own connection and node key", "16", false},
          {"duration", "S", "seconds to run; 0 runs until interrupted (or --requests)", "30", false},
@@ -117,9 +121,15 @@ int cmd_load(int argc, char** argv) {
           "the run this generator belongs to (letters, digits, . _ -): in the JSON report, where report --merge "
           "matches it, and as the label run=\"ID\" of every headerd_load_* series",
           "", false},
+         {"bind", "ADDR", "the local IP address the clients connect from (e.g. one of several on this machine)", "",
+          false},
+         {"rtt-log", "FILE",
+          "write every reply's round-trip time to FILE (PROFILE MESSAGE NANOSECONDS per line; at most 20 million "
+          "replies): the raw samples the report's histograms count, to check or analyse elsewhere",
+          "", false},
          {"start-at", "TIME",
           "begin at this wall-clock time (UTC 2026-12-05T10:00:00Z, Unix seconds, or +S from now), so that "
-          "generators on several machines measure the same window (docs/load.md, \"Several machines\")",
+          "generators on several machines measure the same window (docs/load.md, \"Load from many machines\")",
           "", false},
          verbosity_option()},
         false,
@@ -205,6 +215,13 @@ int cmd_load(int argc, char** argv) {
         if (*at > now + 86400) return usage(fmt::format("--start-at {}: more than a day from now", *t));
         start_at = *at;
     }
+    if (auto b = args->get("bind")) {
+        boost::system::error_code ec;
+        cfg.bind = asio::ip::make_address(*b, ec);
+        if (ec) return usage(fmt::format("--bind {}: not an IP address", *b));
+    }
+    const auto rtt_log = args->get("rtt-log");
+    if (rtt_log) cfg.max_samples = kMaxRttSamples;
     std::vector<load::Threshold> thresholds;
     for (const std::string& t : args->get_all("threshold")) {
         auto th = load::parse_threshold(t);
@@ -362,6 +379,8 @@ int cmd_load(int argc, char** argv) {
     if (reference) ctx.reference = reference->description();
     ctx.network_id = cfg.config->network_id;
     ctx.genesis = cfg.config->genesis_hash;
+    ctx.eth = cfg.eth;
+    ctx.generator = {kVersion, kCommit, host_name()};
     const boost::json::object report = load::build_report(result, ctx, checked);
 
     std::fputs(load::summary_table(result).c_str(), stdout);
@@ -409,6 +428,20 @@ int cmd_load(int argc, char** argv) {
         if (auto r = p2p::write_file_atomic(*path, load::render_html_report(report), 0644); !r)
             return fail(r.error().message);
         spdlog::info("Wrote the HTML report                    path={}", *path);
+    }
+    if (rtt_log) {
+        std::string text;
+        text.reserve(result.samples.size() * 32);
+        for (const auto& x : result.samples) {
+            fmt::format_to(std::back_inserter(text), "{} {} {}\n", result.profile_specs[x.profile]->name,
+                           load::kMessageNames[static_cast<size_t>(x.message)], x.nanos);
+        }
+        if (auto r = p2p::write_file_atomic(*rtt_log, text, 0644); !r) return fail(r.error().message);
+        if (result.samples_truncated) {
+            spdlog::warn("--rtt-log: more replies than the {} kept; {} has the first of each worker's share",
+                         kMaxRttSamples, *rtt_log);
+        }
+        spdlog::info("Wrote the RTT samples                    path={} samples={}", *rtt_log, result.samples.size());
     }
     bool all = true;
     for (const auto& t : checked) {

@@ -1,5 +1,6 @@
 #include "p2p/client_session.hpp"
 
+#include <algorithm>
 #include <random>
 
 #include <fmt/format.h>
@@ -27,19 +28,39 @@ RequestResult failure(RequestFailure::Kind kind, std::string message) {
     return RequestFailure{kind, std::move(message)};
 }
 
-// A TCP connection to host:port by `deadline`; PeerError kNetwork otherwise.
-asio::awaitable<tcp::socket> dial(const Enode& peer, Clock::time_point deadline) {
+// A TCP connection to host:port by `deadline`, from `bind` when given; PeerError kNetwork otherwise.
+asio::awaitable<tcp::socket> dial(const Enode& peer, Clock::time_point deadline,
+                                  const std::optional<asio::ip::address>& bind) {
     auto executor = co_await asio::this_coro::executor;
     tcp::resolver resolver(executor);
     auto [rec, endpoints] = co_await resolver.async_resolve(peer.host, std::to_string(peer.port), kTuple);
     if (rec) throw PeerError(PeerErrorKind::kNetwork, fmt::format("resolve {}: {}", peer.host, rec.message()));
     tcp::socket socket(executor);
     asio::steady_timer timer(executor, deadline);
-    auto result = co_await (asio::async_connect(socket, endpoints, kTuple) || timer.async_wait(kTuple));
-    if (result.index() == 1) throw PeerError(PeerErrorKind::kNetwork, "connect timed out");
-    if (const auto& [ec, ep] = std::get<0>(result); ec) {
-        throw PeerError(PeerErrorKind::kNetwork, fmt::format("connect: {}", ec.message()));
+    boost::system::error_code ec;
+    if (!bind) {
+        auto result = co_await (asio::async_connect(socket, endpoints, kTuple) || timer.async_wait(kTuple));
+        if (result.index() == 1) throw PeerError(PeerErrorKind::kNetwork, "connect timed out");
+        ec = std::get<0>(std::get<0>(result));
+    } else {
+        // Bound to a local address: the first endpoint of its family (async_connect over a range
+        // would reopen the socket unbound).
+        const auto it = std::find_if(endpoints.begin(), endpoints.end(),
+                                     [&](const auto& e) { return e.endpoint().address().is_v4() == bind->is_v4(); });
+        if (it == endpoints.end()) {
+            throw PeerError(PeerErrorKind::kNetwork,
+                            fmt::format("{} has no address of the family of --bind {}", peer.host, bind->to_string()));
+        }
+        const tcp::endpoint remote = it->endpoint();
+        socket.open(remote.protocol());
+        if (socket.bind(tcp::endpoint(*bind, 0), ec); ec) {
+            throw PeerError(PeerErrorKind::kNetwork, fmt::format("bind {}: {}", bind->to_string(), ec.message()));
+        }
+        auto result = co_await (socket.async_connect(remote, kTuple) || timer.async_wait(kTuple));
+        if (result.index() == 1) throw PeerError(PeerErrorKind::kNetwork, "connect timed out");
+        ec = std::get<0>(std::get<0>(result));
     }
+    if (ec) throw PeerError(PeerErrorKind::kNetwork, fmt::format("connect: {}", ec.message()));
     co_return socket;
 }
 
@@ -61,7 +82,7 @@ struct ClientSession::Waiter {
 asio::awaitable<std::shared_ptr<ClientSession>> ClientSession::connect(const Enode& peer, const LocalNode& local,
                                                                        ClientOptions options) {
     const auto deadline = Clock::now() + options.limits.handshake;
-    auto conn = std::make_unique<Connection>(co_await dial(peer, deadline), options.limits);
+    auto conn = std::make_unique<Connection>(co_await dial(peer, deadline, options.bind), options.limits);
     co_await conn->dial_handshake(*local.key, peer.key, deadline);
     EthLink link = co_await establish(*conn, local, deadline);
     std::shared_ptr<ClientSession> session(new ClientSession(std::move(conn), std::move(link), local, options));

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/result.hpp>
 
@@ -50,6 +51,8 @@ struct ClientOptions {
     // does not decode ends the session as a bad message). A caller that compares the headers with
     // a chain of its own byte for byte (headerd load --chain) may skip it.
     bool check_headers{true};
+    // The local address to connect from (any port); unset: the system's choice.
+    std::optional<asio::ip::address> bind;
 };
 
 // One verified BlockHeaders reply: every header is a well-formed header RLP list unless

@@ -129,6 +129,11 @@ expect_fail "a start in the past" "--start-at 2020-01-01T00:00:00Z: that was" \
     "$HEADERD" load --peer "$PEER" --start-at 2020-01-01T00:00:00Z
 expect_fail "a start that is no time" "--start-at soon: expected a UTC time" "$HEADERD" load --peer "$PEER" --start-at soon
 expect_fail "a start more than a day away" "more than a day from now" "$HEADERD" load --peer "$PEER" --start-at +90000
+expect_fail "a --bind that is no address" "--bind eth0: not an IP address" "$HEADERD" load --peer "$PEER" --bind eth0
+# report: its two modes' arguments (a merge's files themselves are load_merge's).
+expect_fail "report without --html" "give --json FILE and --html FILE" "$HEADERD" report --json x.json
+expect_fail "files to merge without --merge" "need --merge" "$HEADERD" report a.json b.json
+expect_fail "a merge threshold that is none" "unknown metric 'p98'" "$HEADERD" report --merge a.json --threshold 'p98<1ms'
 
 # 10. A read-only datadir (not meaningful as root, who may write anyway).
 if [ "$(id -u)" -ne 0 ]; then
