@@ -38,7 +38,9 @@
 # For `load`: HEADERD_LOAD_CLIENTS (16), HEADERD_LOAD_DURATION (0: until stopped),
 # HEADERD_LOAD_PROFILE (mix), HEADERD_LOAD_METRICS (0.0.0.0:6061), HEADERD_LOAD_RUN_ID (unset: no
 # --run-id), HEADERD_LOAD_START_DELAY (seconds from the first replica's start to the shared start;
-# 10 for a finite run, 0 otherwise; 0: no shared start).
+# 10 for a finite run, 0 otherwise; 0: no shared start), HEADERD_LOAD_SEED (--seed; unset: the
+# CRC of the host name, so that replicas, each a container with a host name of its own, send
+# requests of their own rather than the same).
 # For `load` and `merge`: HEADERD_LOAD_REPORTS (/reports: the directory of the reports and of the
 # start-at file, a volume shared by the replicas and the merge).
 # For `merge`: HEADERD_REPORT_THRESHOLDS (unset; e.g. "verified errors==0 p99<50ms").
@@ -125,8 +127,9 @@ load() {
     local clients=${HEADERD_LOAD_CLIENTS:-16} duration=${HEADERD_LOAD_DURATION:-0}
     local profile=${HEADERD_LOAD_PROFILE:-mix} load_metrics=${HEADERD_LOAD_METRICS:-0.0.0.0:6061}
     local run_id=${HEADERD_LOAD_RUN_ID:-} reports=${HEADERD_LOAD_REPORTS:-/reports}
-    local delay=${HEADERD_LOAD_START_DELAY:-} finite=0 peer start extra=() what
-    for v in clients duration; do
+    local delay=${HEADERD_LOAD_START_DELAY:-} seed=${HEADERD_LOAD_SEED:-} finite=0 peer start extra=() what
+    [ -n "$seed" ] || seed=$(printf '%s' "$HOSTNAME" | cksum | cut -d ' ' -f 1)
+    for v in clients duration seed; do
         [[ ${!v} =~ ^[0-9]+$ ]] || die "HEADERD_LOAD_${v^^} must be a number, got '${!v}'"
     done
     [ "$duration" -eq 0 ] || finite=1
@@ -134,7 +137,7 @@ load() {
     [ -n "$delay" ] || delay=$((finite ? 10 : 0))
     [[ $delay =~ ^[0-9]+$ ]] || die "HEADERD_LOAD_START_DELAY must be a number of seconds, got '$delay'"
     peer=$(peer_enode)
-    what="$clients clients, profile $profile, $([ "$finite" = 1 ] && echo "$duration s" || echo 'until stopped')"
+    what="$clients clients, profile $profile, seed $seed, $([ "$finite" = 1 ] && echo "$duration s" || echo 'until stopped')"
     [ -z "$run_id" ] || { extra+=(--run-id "$run_id"); what+=", run $run_id"; }
     if [ "$finite" = 1 ] || [ "$delay" -gt 0 ]; then
         mkdir -p "$reports" || die "cannot make the reports directory $reports"
@@ -150,7 +153,7 @@ load() {
     fi
     log "load: $what; metrics on $load_metrics, against $peer"
     exec "$headerd" load --peer "$peer" --clients "$clients" --duration "$duration" \
-        --profile "$profile" --metrics "$load_metrics" "${extra[@]}" "$@"
+        --profile "$profile" --metrics "$load_metrics" --seed "$seed" "${extra[@]}" "$@"
 }
 
 # merge: one report of the finite run's replica reports (docker-compose.yml's merge service).
