@@ -14,7 +14,7 @@ Starts `headerd serve --metrics 127.0.0.1:PORT` and Debian's prometheus scraping
 deploy/prometheus.yml, waits until headerd answers /healthz, Prometheus answers /-/ready and has
 scraped headerd once (up{job="headerd"} == 1), and prints the URLs.
 With --load it also runs `headerd load --peer ENODE --clients N --duration 0 --profile P --metrics
-127.0.0.1:LOAD_PORT` against that headerd, as docker-compose.yml's client service does, and waits
+127.0.0.1:LOAD_PORT` against that headerd, as docker-compose.yml's load service does, and waits
 until Prometheus has scraped it too (up{job="headerd_load"} == 1).
 Without COMMAND it runs until Ctrl-C or SIGTERM, or until headerd, Prometheus or the load
 generator exits.

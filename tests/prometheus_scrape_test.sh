@@ -344,7 +344,7 @@ for p in $HEADERD_PID $PROMETHEUS_PID; do
 done
 echo "ok: monitor.sh -- CMD runs the command with the stack up, keeps its exit status, stops both"
 
-# The load generator scraped too (monitor.sh --load, as compose's client): Prometheus has
+# The load generator scraped too (monitor.sh --load, as compose's load service): Prometheus has
 # up{job="headerd_load"} == 1 and the client-side RTT quantiles per profile through
 # histogram_quantile over headerd load's buckets; and every expression of the dashboard's tracker
 # panels (request RTT, in flight, lost and stale, rejections) has a series of job headerd_load
