@@ -731,7 +731,8 @@ if [ "$scale" -gt 0 ]; then
         [ -n "$merge_c" ] && [ "$(state "$merge_c" '{{.State.Status}}')" = exited ]
     }
     wait_until "the merge service ends" merge_done
-    say "ok: the merge service exited with code 0: $("${DOCKER[@]}" logs "$merge_c" 2>&1 | tail -n 1)"
+    merge_verdict=$("${DOCKER[@]}" logs "$merge_c" 2>&1 | grep -m 1 '^verified:' || true)
+    say "ok: the merge service exited with code 0${merge_verdict:+: $merge_verdict}"
 
     # The reports, from the load-reports volume (docker cp reads it through the merge container).
     "${DOCKER[@]}" cp "$merge_c:/reports" "$WORK/reports" >/dev/null || fail "docker cp of /reports from the merge container failed"
@@ -762,6 +763,7 @@ if [ "$scale" -gt 0 ]; then
     say "ok: merged.json totals.requests $merged = the sum of the $scale replica reports' (all started at ${starts%%$'\n'*})"
     scaled_ok >/dev/null || fail "after the scaled run: $(scaled_ok)"
     if [ -n "$keep" ]; then
+        done_phase
         say "PASS (stack kept) in $((SECONDS - t_total)) s ($(summary))"
         exit 0
     fi
