@@ -37,18 +37,22 @@ cmake --preset "$preset" "${headerd_launcher[@]}" >/dev/null
 logs=$build_dir/sanitizer-logs
 if [ "$kind" = thread ]; then
     targets=(ancient_test db_test rlpx_test eth_test tracker_test p2p_test p2p_bad_input_test)
+    # The build's targets, listed once: `ninja -t targets | grep -q` in a pipeline under pipefail
+    # fails whenever grep exits before ninja has written everything (SIGPIPE), which left a test
+    # binary out of the step now and then without a word.
+    all_targets=$(ninja -C "$build_dir" -t targets all)
     # p2p/wire is a newer library; older trees do not have its test binary.
-    if ninja -C "$build_dir" -t targets all | grep -q '^wire_test:'; then
+    if grep -q '^wire_test:' <<<"$all_targets"; then
         targets+=(wire_test)
     fi
     # load/: the load generator's runner drives clients on several workers (its stats shards, atomics
     # and metrics), in process against a real server.
-    if ninja -C "$build_dir" -t targets all | grep -q '^load_test:'; then
+    if grep -q '^load_test:' <<<"$all_targets"; then
         targets+=(load_test)
     fi
     # sync/: the scrubber's thread beside readers and a writer that grows and freezes the chain
     # (ScrubberConcurrency), and the Fetcher.
-    if ninja -C "$build_dir" -t targets all | grep -q '^sync_test:'; then
+    if grep -q '^sync_test:' <<<"$all_targets"; then
         targets+=(sync_test)
     fi
     # More test binaries by name (for example p2p_session_test, left out by default because some of its
