@@ -10,11 +10,17 @@
 #       after SIGTERM lists A, B and C. Then headerd discover --bootnodes A must list A, B and C,
 #       each with record=no (the library has no EIP-868: it cannot even decode an ENRRequest and
 #       logs "Invalid type: 5"), exit 0, and every DPT node must still be running.
+#   (c) a DPT node whose first bond fails: headerd serve and DPT node E1 bootstrapping from it, then
+#       E2 and E3, each blocked for 1.5 s at its first datagram (dpt_node.js --stall), so headerd's
+#       ping back misses its 500 ms and headerd ignores their FindNode (no endpoint proof, as geth).
+#       E2 (the library alone) must still know headerd alone 8 s later; E3 (--rebond 1000: it pings
+#       headerd again, as geth's ensureBond does after failed FindNodes) must come to know E1. This
+#       is the failure discovery_net's DPT nodes once had on a loaded machine, made on purpose.
 # Why: headerd's own tests talk discv4 only to headerd; this proves the wire format, the endpoint
 # proof (bond) and Neighbors work with code that shares nothing with it.
 #
 # Usage: discovery_interop_test.sh HEADERD. Exits 77 when node or tests/interop/node_modules is
-# missing. Takes about 15 s.
+# missing. Takes about 25 s.
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/lib.sh" "$@"
@@ -95,4 +101,26 @@ for n in a b c; do
     echo "   DPT $n: $(grep -c 'Invalid type: 5' "$WORK/$n.log" || true) ENRRequest(s) it could not decode, still running"
 done
 for n in a b c; do stop_within "$n" 5; done
+
+echo "== (c) DPT nodes whose first bond fails, without and with --rebond"
+chain_copy "$WORK/hc"
+disc_serve hc "$WORK/hc"
+HC=$(head -1 "$WORK/hc/enode")
+HC_ID=$(id_of "$WORK/hc/enode")
+dpt e1 --bootnode "$HC"
+E1_ID=$(id_of "$WORK/e1.enode")
+# (Their own Pong timeout above the stall, so that they do not ban headerd for its late Pong.)
+dpt e2 --bootnode "$HC" --stall 1500 --timeout $((5000 * SCALE))
+e2_start=$SECONDS
+dpt e3 --bootnode "$HC" --stall 1500 --timeout $((5000 * SCALE)) --rebond 1000
+wait_known e3 "$WORK/e3.peers" $((20 * SCALE)) "$E1_ID"
+grep -q '\] rebond 1$' "$WORK/e3.log" || fail "e3 knows E1 without having rebonded: its stall did not fail the bond"
+while [[ $((SECONDS - e2_start)) -lt 8 ]]; do sleep 0.5; done
+kill -0 "${PIDS[e2]}" 2>/dev/null || fail "DPT node e2 died: $(tail -5 "$WORK/e2.log")"
+[[ $(grep -c . "$WORK/e2.peers") -eq 1 && -z $(missing_ids "$WORK/e2.peers" "$HC_ID") ]] ||
+    fail "e2 (no --rebond) should know headerd alone after its failed bond: $(cat "$WORK/e2.peers")"
+echo "ok: after a failed first bond, e2 knows headerd alone $((SECONDS - e2_start)) s on;" \
+    "e3 knows E1 after $(grep -c '\] rebond [0-9]*$' "$WORK/e3.log") rebond round(s)"
+for n in e1 e2 e3; do stop_within "$n" 5; done
+stop_within hc $((10 * SCALE))
 echo "PASS"

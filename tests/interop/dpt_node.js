@@ -3,7 +3,7 @@
 // A discv4 node of @ethereumjs/devp2p (its DPT) on 127.0.0.1, for headerd's discovery to meet.
 //
 //   node dpt_node.js [--port P] [--key HEX32] [--bootnode ENODE]... [--out FILE] [--peers FILE]
-//                    [--duration SECONDS] [--refresh MS] [--timeout MS]
+//                    [--duration SECONDS] [--refresh MS] [--timeout MS] [--rebond MS] [--stall MS]
 //
 // Binds UDP 127.0.0.1:P (P = 0 picks a free port), then writes its enode URL to --out (atomically;
 // TCP port = UDP port, so no ?discport) and bootstraps from every --bootnode (enode URLs on
@@ -15,6 +15,19 @@
 // 2000 ms) is how long the library waits for a Pong: a node that misses it is banned for 5 minutes,
 // so a busy test machine gives more.
 //
+// --rebond MS (default 0: off): every MS while the table holds no node but the bootnodes, each
+// bootnode is pinged again, and after 500 ms for its ping back is asked FindNode again; at most 10
+// rounds, each logged as "rebond N". The library bonds once: its bootstrap() pings a bootnode, and
+// a later bootstrap() of a node already in its table sends FindNode without a ping. A bootnode that
+// missed the Pong of its own ping back (its endpoint proof, 500 ms in geth and headerd) ignores that
+// node's FindNode for good, and the node would know the bootnode alone forever. geth's client re-pings
+// after failed FindNodes (ensureBond, p2p/discover/v4_udp.go); this is that step, in the wrapper.
+//
+// --stall MS (default 0): when the first datagram arrives (the bootnode's Pong or its ping back),
+// the process blocks for MS before the library reads it, as one starved on a loaded machine would:
+// the ping back goes unanswered for that long, so a stall over 500 ms makes the first bond fail on
+// purpose (tests/discovery_interop_test.sh).
+//
 // Loopback only: DNS discovery is off (shouldGetDnsPeers: false) and a bootnode outside 127.0.0.0/8
 // is refused; the library itself only ever sends to nodes its peers named, which on a loopback
 // network are loopback nodes.
@@ -25,7 +38,7 @@ const { secp256k1 } = require('ethereum-cryptography/secp256k1.js')
 
 const USAGE =
   'usage: node dpt_node.js [--port P] [--key HEX32] [--bootnode ENODE]... [--out FILE] [--peers FILE] ' +
-  '[--duration SECONDS] [--refresh MS] [--timeout MS]'
+  '[--duration SECONDS] [--refresh MS] [--timeout MS] [--rebond MS] [--stall MS]'
 
 const hex = (b) => Buffer.from(b).toString('hex')
 
@@ -47,7 +60,7 @@ function enodeOf(peer) {
 }
 
 function parseArgs(argv) {
-  const opts = { port: '0', duration: '120', refresh: '2000', timeout: '2000', bootnode: [] }
+  const opts = { port: '0', duration: '120', refresh: '2000', timeout: '2000', rebond: '0', stall: '0', bootnode: [] }
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
     if (a === '--help' || a === '-h') {
@@ -55,7 +68,10 @@ function parseArgs(argv) {
       process.exit(0)
     }
     const key = a.replace(/^--/, '') === 'idle' ? 'duration' : a.replace(/^--/, '')
-    if (!['port', 'key', 'bootnode', 'out', 'peers', 'duration', 'refresh', 'timeout'].includes(key) || i + 1 >= argv.length) {
+    if (
+      !['port', 'key', 'bootnode', 'out', 'peers', 'duration', 'refresh', 'timeout', 'rebond', 'stall'].includes(key) ||
+      i + 1 >= argv.length
+    ) {
       throw new Error(`unknown or incomplete argument ${a}\n${USAGE}`)
     }
     if (key === 'bootnode') opts.bootnode.push(argv[++i])
@@ -69,6 +85,10 @@ function parseArgs(argv) {
   if (!(refresh >= 100)) throw new Error(`bad --refresh ${opts.refresh} (milliseconds, at least 100)`)
   const timeout = Number(opts.timeout)
   if (!(timeout >= 100)) throw new Error(`bad --timeout ${opts.timeout} (milliseconds, at least 100)`)
+  const rebond = Number(opts.rebond)
+  if (!(rebond === 0 || rebond >= 100)) throw new Error(`bad --rebond ${opts.rebond} (milliseconds, 0 or at least 100)`)
+  const stall = Number(opts.stall)
+  if (!(Number.isInteger(stall) && stall >= 0)) throw new Error(`bad --stall ${opts.stall} (milliseconds)`)
   if (opts.key !== undefined && !/^[0-9a-fA-F]{64}$/.test(opts.key)) throw new Error('--key: 32 bytes in hex')
   return {
     port,
@@ -79,6 +99,8 @@ function parseArgs(argv) {
     durationMs: duration * 1000,
     refreshMs: refresh,
     timeoutMs: timeout,
+    rebondMs: rebond,
+    stallMs: stall,
   }
 }
 
@@ -113,10 +135,12 @@ function main() {
   })
   let closing = false
   let peersTimer = null
+  let rebondTimer = null
   const finish = (code) => {
     if (closing) return
     closing = true
     clearInterval(peersTimer)
+    clearInterval(rebondTimer)
     if (args.peers !== undefined) writePeers()
     try {
       dpt.destroy()
@@ -154,7 +178,44 @@ function main() {
       // bootstrap() reports failures through the 'error' event itself.
       await dpt.bootstrap({ address: b.address, udpPort: b.udpPort, tcpPort: b.tcpPort })
     }
+    if (args.rebondMs > 0 && args.bootnodes.length > 0) rebondTimer = setInterval(rebond, args.rebondMs)
   })
+  // --rebond: while the table holds only bootnodes, ping each again (its ping back comes within the
+  // 500 ms waited), then FindNode; rounds do not overlap.
+  const bootIds = new Set(args.bootnodes.map((b) => hex(b.id)))
+  let rebonds = 0
+  let rebonding = false
+  const rebond = async () => {
+    if (rebonding || closing) return
+    if (dpt.getPeers().some((p) => !bootIds.has(hex(p.id)))) return
+    if (++rebonds > 10) {
+      clearInterval(rebondTimer)
+      return
+    }
+    rebonding = true
+    log(`rebond ${rebonds}`)
+    for (const b of args.bootnodes) {
+      const to = { address: b.address, udpPort: b.udpPort, tcpPort: b.tcpPort }
+      try {
+        const peer = await dpt._server.ping(to)
+        await new Promise((resolve) => setTimeout(resolve, 500))
+        if (!closing) dpt._server.findneighbours(peer, dpt.id)
+      } catch (err) {
+        log(`error: rebond ${enodeOf(b)}: ${err.message}`)
+      }
+    }
+    rebonding = false
+  }
+  if (args.stallMs > 0) {
+    // Before the library's own listener: this one runs first for every datagram.
+    dpt._server._socket.prependOnceListener('message', () => {
+      log(`stall ${args.stallMs} ms`)
+      const until = Date.now() + args.stallMs
+      while (Date.now() < until) {
+        // busy: nothing else of this process runs
+      }
+    })
+  }
   // A bind failure arrives as an 'error' of the socket before 'listening'.
   dpt._server._socket.once('error', (err) => {
     if (endpoint.udpPort === null) {
