@@ -4,13 +4,24 @@
 # corpus, fuzz/corpus/<target>/ (real bytes from tests/data; the copy in build-fuzz/corpus/ grows,
 # the committed one is never modified). Any crash fails the script; its input is left in
 # build-fuzz/corpus/<target>-findings/. The long run per target is scripts/fuzz_long.sh.
+# `scripts/fuzz.sh --build-only` configures and builds the targets and runs nothing (scripts/test.sh
+# builds them in the background while tests run, docs/testing.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=
+case ${1:-} in
+    "") ;;
+    --build-only) build_only=1 ;;
+    *) echo "usage: $0 [--build-only]" >&2; exit 2 ;;
+esac
 seconds=${HEADERD_FUZZ_SECONDS:-30}
 targets=(core rlpx eth reply freezer era1 config http rpc enr dnsdisc v5wire v4wire)
 . scripts/ccache.sh
 cmake --preset fuzz "${headerd_launcher[@]}" >/dev/null
 cmake --build build-fuzz --target "${targets[@]/%/_fuzz}" --parallel "$(nproc)"
+if [ -n "$build_only" ]; then
+    exit 0
+fi
 
 # The largest input worth trying per target (the era1 seeds are whole small archives).
 max_len() {

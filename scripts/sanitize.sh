@@ -4,6 +4,8 @@
 #
 #   scripts/sanitize.sh            # ThreadSanitizer, in ./build-tsan (CMake preset "tsan")
 #   scripts/sanitize.sh address    # AddressSanitizer + UBSan, in ./build-asan (CMake preset "asan")
+#   scripts/sanitize.sh KIND --build-only   # configure and build, run nothing (scripts/test.sh builds
+#                                           # the sanitizer trees in the background, docs/testing.md)
 #
 # thread: only the test binaries of the code worker threads share are built: ancient/, db/, p2p/
 # (rlpx, wire, eth, tracker and the server), load/ and the in-process server suite
@@ -24,7 +26,16 @@ case $kind in
 thread) preset=tsan build_dir=build-tsan ;;
 address) preset=asan build_dir=build-asan ;;
 *)
-    echo "usage: $0 [thread|address]" >&2
+    echo "usage: $0 [thread|address] [--build-only]" >&2
+    exit 2
+    ;;
+esac
+build_only=
+case ${2:-} in
+"") ;;
+--build-only) build_only=1 ;;
+*)
+    echo "usage: $0 [thread|address] [--build-only]" >&2
     exit 2
     ;;
 esac
@@ -64,6 +75,10 @@ else
     build_start=$SECONDS
     cmake --build "$build_dir" --parallel "$jobs"
     build_seconds=$((SECONDS - build_start))
+fi
+if [ -n "$build_only" ]; then
+    echo "sanitize ($kind): built in $((SECONDS / 60))m$((SECONDS % 60))s (--build-only: no tests run)"
+    exit 0
 fi
 
 rm -rf "$logs"
